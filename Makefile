@@ -1,0 +1,33 @@
+# Every target installs what it needs into .venv first, so a fresh clone needs only python3.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test lint demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+demo: $(STAMP)
+	$(BIN)/agent-tutorial run --chapter 8 --model demo --permission-mode auto \
+		--prompt "Give me a tour of this repository."
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_prepare.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

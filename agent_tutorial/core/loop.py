@@ -1,0 +1,283 @@
+"""The agent loop every chapter shares.
+
+One turn: build the request history from canonical history, ask the model, append its
+reply, run the tool calls it asked for, append their results, repeat until the model
+answers without tool calls. Features plug in through small protocols; the loop itself
+has no UI, SDK or filesystem code.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from agent_tutorial.core.events import (
+    EventBus,
+    MessageAppended,
+    ModelReplied,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnStarted,
+)
+from agent_tutorial.core.messages import (
+    AssistantMessage,
+    ChatMessage,
+    ToolCall,
+    system_message,
+    tool_message,
+    user_message,
+    validate_tool_pairing,
+)
+from agent_tutorial.core.model import (
+    ModelClient,
+    ModelReply,
+    PromptTooLongError,
+    Usage,
+    make_request,
+)
+from agent_tutorial.core.tools import ParsedCall, ToolRegistry, ToolResult, tool_error
+
+
+class HistoryProcessor(Protocol):
+    """Builds the request history from canonical history (chapter 8: compaction)."""
+
+    def prepare(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]: ...
+
+
+class OverflowRecovery(Protocol):
+    """Shrinks a history the provider refused as too long; called at most once a turn."""
+
+    def recover_from_overflow(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]: ...
+
+
+class ToolResultProcessor(Protocol):
+    """Rewrites a finished batch of results before it enters canonical history."""
+
+    def process_tool_results(self, results: Sequence[ToolResult]) -> Sequence[ToolResult]: ...
+
+
+class ProcessorError(Exception):
+    """A processor could not do its work; the loop turns this into paired tool errors."""
+
+
+class CallGuard(Protocol):
+    """Runs around each tool call (permissions, hooks). Returning a result vetoes the call."""
+
+    def before_call(self, parsed: ParsedCall) -> ParsedCall | ToolResult: ...
+
+    def after_call(self, parsed: ParsedCall, result: ToolResult) -> ToolResult: ...
+
+
+class RequestGuidance(Protocol):
+    """Adds request-only system messages (reminders) after the request history."""
+
+    def guidance(
+        self, canonical: Sequence[ChatMessage], request: Sequence[ChatMessage]
+    ) -> Sequence[ChatMessage]: ...
+
+
+class TurnGuard(Protocol):
+    """Sees the prompt before the run and the final answer before the run ends (hooks)."""
+
+    def on_prompt(self, prompt: str) -> str: ...
+
+    def on_stop(self, final_text: str) -> str | None:
+        """Return a message to force one more turn, or None to let the run end."""
+        ...
+
+
+class AgentRunError(Exception):
+    """The run cannot go on; the CLI prints `str(error)` and exits 1."""
+
+
+class MaxTurnsExceeded(AgentRunError):
+    pass
+
+
+class ReplyCutOff(AgentRunError):
+    pass
+
+
+class ContextOverflowError(AgentRunError):
+    pass
+
+
+class PromptBlocked(AgentRunError):
+    pass
+
+
+class TurnInterrupted(AgentRunError):
+    """Ctrl-C during a turn; history stays paired and the session can go on."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    final_text: str
+    turns: int
+    usage: Usage
+
+
+class AgentRunner:
+    def __init__(
+        self,
+        model: ModelClient,
+        tools: ToolRegistry,
+        *,
+        system_prompt: str = "",
+        max_turns: int = 50,
+        history_processor: HistoryProcessor | None = None,
+        tool_result_processor: ToolResultProcessor | None = None,
+        overflow_recovery: OverflowRecovery | None = None,
+        guards: Sequence[CallGuard] = (),
+        guidance: Sequence[RequestGuidance] = (),
+        turn_guards: Sequence[TurnGuard] = (),
+        events: EventBus | None = None,
+        history: Sequence[ChatMessage] = (),
+    ) -> None:
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        validate_tool_pairing(history)
+        self.model = model
+        self.tools = tools
+        self.system_prompt = system_prompt
+        self.max_turns = max_turns
+        self.history_processor = history_processor
+        self.tool_result_processor = tool_result_processor
+        self.overflow_recovery = overflow_recovery
+        self.guards = list(guards)
+        self.guidance = list(guidance)
+        self.turn_guards = list(turn_guards)
+        self.events = events or EventBus()
+        self.history: list[ChatMessage] = list(history)  # canonical, append-only
+
+    def run(self, prompt: str) -> RunResult:
+        for guard in self.turn_guards:
+            prompt = guard.on_prompt(prompt)
+        self._append(user_message(prompt))
+        usage = Usage(0, 0, 0)
+        forced_once = False
+        for turn in range(1, self.max_turns + 1):
+            self.events.emit(TurnStarted(turn))
+            reply = self._ask_model()
+            usage = usage + (reply.usage or Usage(0, 0, 0))
+            self._append(reply.message)
+            if reply.message.tool_calls:
+                self._record_results(reply.message.tool_calls, self._run_tools(reply.message))
+                continue
+            final_text = reply.message.content or ""
+            follow_up = None if forced_once else self._stop_follow_up(final_text)
+            if follow_up is None:
+                return RunResult(final_text=final_text, turns=turn, usage=usage)
+            forced_once = True
+            self._append(user_message(follow_up))
+        raise MaxTurnsExceeded(f"stopped after {self.max_turns} turns without a final answer")
+
+    def _request_history(self) -> list[ChatMessage]:
+        if self.history_processor is None:
+            return list(self.history)
+        return list(self.history_processor.prepare(self.history))
+
+    def _ask_model(self) -> ModelReply:
+        request_history = self._request_history()
+        try:
+            reply = self._complete(request_history)
+        except PromptTooLongError as error:
+            if self.overflow_recovery is None:
+                raise ContextOverflowError(f"the conversation no longer fits: {error}") from error
+            recovered = list(self.overflow_recovery.recover_from_overflow(self.history))
+            try:
+                reply = self._complete(recovered)
+            except PromptTooLongError as again:
+                raise ContextOverflowError(
+                    f"still too long after compacting ({again}); try /compact or a fresh session"
+                ) from again
+        self.events.emit(ModelReplied(reply.message, reply.finish_reason, reply.usage))
+        self._check_finish(reply)
+        return reply
+
+    def _complete(self, request_history: Sequence[ChatMessage]) -> ModelReply:
+        validate_tool_pairing(request_history)
+        messages: list[ChatMessage] = []
+        if self.system_prompt:
+            messages.append(system_message(self.system_prompt))
+        messages.extend(request_history)
+        for provider in self.guidance:
+            messages.extend(provider.guidance(self.history, request_history))
+        request = make_request(messages, self.tools.specs(), on_text=self._emit_text)
+        return self.model.complete(request)
+
+    def _emit_text(self, text: str) -> None:
+        self.events.emit(TextDelta(text))
+
+    def _check_finish(self, reply: ModelReply) -> None:
+        if reply.finish_reason == "length":
+            raise ReplyCutOff("the model's reply was cut off at its output-token limit")
+        if reply.finish_reason == "content_filter":
+            raise ReplyCutOff("the provider's content filter stopped the reply")
+
+    def _run_tools(self, message: AssistantMessage) -> list[ToolResult]:
+        results: list[ToolResult] = []
+        try:
+            for call in message.tool_calls:
+                results.append(self._run_one_tool(call))
+        except KeyboardInterrupt:
+            for _ in message.tool_calls[len(results) :]:
+                results.append(tool_error("interrupted", "the user interrupted this tool call"))
+            self._record_results(message.tool_calls, results)
+            raise TurnInterrupted("interrupted while running tools") from None
+        return results
+
+    def _run_one_tool(self, call: ToolCall) -> ToolResult:
+        started = time.monotonic()
+        parsed = self.tools.parse(call)
+        self.events.emit(
+            ToolStarted(call, "" if isinstance(parsed, ToolResult) else parsed.subject)
+        )
+        result = parsed if isinstance(parsed, ToolResult) else self._guarded_invoke(parsed)
+        self.events.emit(ToolFinished(call, result, time.monotonic() - started))
+        return result
+
+    def _guarded_invoke(self, parsed: ParsedCall) -> ToolResult:
+        for guard in self.guards:
+            checked = guard.before_call(parsed)
+            if isinstance(checked, ToolResult):
+                return checked
+            parsed = checked
+        result = self.tools.invoke(parsed)
+        for guard in self.guards:
+            result = guard.after_call(parsed, result)
+        return result
+
+    def _record_results(self, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
+        for call, result in zip(calls, self._process_results(results), strict=True):
+            self._append(tool_message(result.content, call.id))
+
+    def _process_results(self, results: Sequence[ToolResult]) -> Sequence[ToolResult]:
+        if self.tool_result_processor is None:
+            return results
+        try:
+            processed = self.tool_result_processor.process_tool_results(results)
+        except (ProcessorError, OSError) as error:
+            return [_processing_error(str(error)) for _ in results]
+        if len(processed) != len(results):
+            reason = f"processor returned {len(processed)} results for {len(results)} calls"
+            return [_processing_error(reason) for _ in results]
+        return processed
+
+    def _stop_follow_up(self, final_text: str) -> str | None:
+        for guard in self.turn_guards:
+            follow_up = guard.on_stop(final_text)
+            if follow_up is not None:
+                return follow_up
+        return None
+
+    def _append(self, message: ChatMessage) -> None:
+        self.history.append(message)
+        self.events.emit(MessageAppended(message))
+
+
+def _processing_error(reason: str) -> ToolResult:
+    return tool_error("tool_result_processing_error", reason)

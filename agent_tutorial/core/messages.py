@@ -1,0 +1,193 @@
+"""Chat messages, their OpenAI wire shape, and the tool-call pairing rule every history obeys.
+
+A history is *paired* when each assistant tool call is answered by exactly one tool message
+before the next non-tool message, and no tool message answers anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call requested by the model; `arguments` is the raw JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class SystemMessage:
+    content: str
+    role: Literal["system"] = field(default="system", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    content: str
+    role: Literal["user"] = field(default="user", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    role: Literal["assistant"] = field(default="assistant", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMessage:
+    content: str
+    tool_call_id: str
+    role: Literal["tool"] = field(default="tool", init=False)
+
+
+ChatMessage: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+History: TypeAlias = Sequence[ChatMessage]
+
+
+class ToolPairingError(ValueError):
+    """A history breaks the tool-call pairing rule; the message says where."""
+
+
+def system_message(content: str) -> SystemMessage:
+    return SystemMessage(content=content)
+
+
+def user_message(content: str) -> UserMessage:
+    return UserMessage(content=content)
+
+
+def assistant_message(content: str | None, tool_calls: Sequence[ToolCall] = ()) -> AssistantMessage:
+    return AssistantMessage(content=content, tool_calls=tuple(tool_calls))
+
+
+def tool_message(content: str, tool_call_id: str) -> ToolMessage:
+    return ToolMessage(content=content, tool_call_id=tool_call_id)
+
+
+def tool_call(id: str, name: str, arguments: str) -> ToolCall:
+    return ToolCall(id=id, name=name, arguments=arguments)
+
+
+def to_wire(message: ChatMessage) -> dict[str, Any]:
+    """The OpenAI chat-completions shape of one message."""
+    if isinstance(message, ToolMessage):
+        return {"role": "tool", "content": message.content, "tool_call_id": message.tool_call_id}
+    if isinstance(message, AssistantMessage):
+        wire: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            wire["tool_calls"] = [_call_to_wire(call) for call in message.tool_calls]
+        return wire
+    return {"role": message.role, "content": message.content}
+
+
+def _call_to_wire(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+
+
+def from_wire(wire: dict[str, Any]) -> ChatMessage:
+    """Inverse of `to_wire`; raises `ValueError` on a shape it does not know."""
+    role = wire.get("role")
+    content = wire.get("content")
+    if role == "tool":
+        return tool_message(
+            _require_str(content, "content"), _require_str(wire.get("tool_call_id"), "tool_call_id")
+        )
+    if role == "assistant":
+        calls = tuple(_call_from_wire(item) for item in wire.get("tool_calls") or ())
+        if content is not None and not isinstance(content, str):
+            raise ValueError("assistant content must be a string or null")
+        return assistant_message(content, calls)
+    if role == "system":
+        return system_message(_require_str(content, "content"))
+    if role == "user":
+        return user_message(_require_str(content, "content"))
+    raise ValueError(f"unknown message role {role!r}")
+
+
+def _call_from_wire(item: dict[str, Any]) -> ToolCall:
+    function = item.get("function") or {}
+    return tool_call(
+        _require_str(item.get("id"), "tool call id"),
+        _require_str(function.get("name"), "tool call name"),
+        _require_str(function.get("arguments"), "tool call arguments"),
+    )
+
+
+def _require_str(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def validate_tool_pairing(history: History) -> None:
+    """Raise `ToolPairingError` unless every tool call is answered exactly once, in place."""
+    seen_call_ids: set[str] = set()
+    pending: dict[str, int] = {}  # unanswered call id -> index of the assistant message
+    for index, message in enumerate(history):
+        if isinstance(message, ToolMessage):
+            _check_tool_result(message, index, pending, seen_call_ids)
+            continue
+        _check_nothing_pending(pending, index)
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                if call.id in seen_call_ids:
+                    raise ToolPairingError(f"duplicate tool call id {call.id!r} at message {index}")
+                seen_call_ids.add(call.id)
+                pending[call.id] = index
+    _check_nothing_pending(pending, len(history))
+
+
+def _check_tool_result(
+    message: ToolMessage, index: int, pending: dict[str, int], seen_call_ids: set[str]
+) -> None:
+    call_id = message.tool_call_id
+    if call_id in pending:
+        del pending[call_id]
+        return
+    if call_id in seen_call_ids:
+        raise ToolPairingError(f"duplicate tool result for call {call_id!r} at message {index}")
+    if not pending:
+        raise ToolPairingError(f"orphan tool result {call_id!r} at message {index}")
+    raise ToolPairingError(
+        f"tool result id {call_id!r} at message {index} matches none of the pending calls "
+        f"{sorted(pending)!r}"
+    )
+
+
+def _check_nothing_pending(pending: dict[str, int], index: int) -> None:
+    if pending:
+        missing = sorted(pending)
+        raise ToolPairingError(f"missing tool result for {missing!r} before message {index}")
+
+
+def iter_message_groups(history: History) -> Iterator[tuple[ChatMessage, ...]]:
+    """Split a paired history into groups: a plain message, or an assistant turn with its
+    tool calls plus all of their results. Compaction cuts whole groups only."""
+    group: list[ChatMessage] = []
+    for message in history:
+        if isinstance(message, ToolMessage) and group:
+            group.append(message)
+            continue
+        if group:
+            yield tuple(group)
+        group = [message]
+        if not (isinstance(message, AssistantMessage) and message.tool_calls):
+            yield tuple(group)
+            group = []
+    if group:
+        yield tuple(group)
+
+
+def is_tool_group(group: Sequence[ChatMessage]) -> bool:
+    first = group[0]
+    return isinstance(first, AssistantMessage) and bool(first.tool_calls)

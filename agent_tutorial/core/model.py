@@ -1,0 +1,126 @@
+"""The model boundary: one request in, one assistant reply out, and the errors in between.
+
+Error tree (adapters raise these; the CLI maps them to one-line messages and exit codes):
+
+    ModelError
+    ├── PromptTooLongError      the request does not fit the model's context window
+    ├── AuthenticationError     401/403: wrong or missing key
+    ├── RateLimitError          429 after the SDK's own retries
+    ├── ModelNotFoundError      404: unknown model or endpoint path
+    ├── BadRequestError         any other 4xx the provider rejected
+    ├── ProviderError           5xx after retries, or a reply we cannot read
+    ├── ConnectionFailedError   the endpoint could not be reached
+    └── IncompleteStreamError   the stream ended without a finish reason
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias
+
+from agent_tutorial.core.messages import AssistantMessage, ChatMessage
+
+FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What the model is told about one tool: its name, purpose and JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+ZERO_USAGE = Usage(0, 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything a model call needs. `on_text` receives streamed text as it arrives."""
+
+    messages: tuple[ChatMessage, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    on_text: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    message: AssistantMessage
+    finish_reason: FinishReason
+    usage: Usage | None = None
+
+
+class ModelClient(Protocol):
+    """Anything that answers a chat request: the OpenAI adapter, the demo, a scripted fake."""
+
+    def complete(self, request: ModelRequest) -> ModelReply: ...
+
+
+def make_request(
+    messages: Sequence[ChatMessage],
+    tools: Sequence[ToolSpec] = (),
+    on_text: Callable[[str], None] | None = None,
+) -> ModelRequest:
+    return ModelRequest(messages=tuple(messages), tools=tuple(tools), on_text=on_text)
+
+
+class ModelError(Exception):
+    """A model call failed; `str(error)` is a one-line explanation fit for the user."""
+
+
+class PromptTooLongError(ModelError):
+    """The provider refused the request because it exceeds the context window."""
+
+
+class AuthenticationError(ModelError):
+    pass
+
+
+class RateLimitError(ModelError):
+    pass
+
+
+class ModelNotFoundError(ModelError):
+    pass
+
+
+class BadRequestError(ModelError):
+    pass
+
+
+class ProviderError(ModelError):
+    pass
+
+
+class ConnectionFailedError(ModelError):
+    pass
+
+
+class IncompleteStreamError(ModelError):
+    pass

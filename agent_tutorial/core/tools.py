@@ -1,0 +1,161 @@
+"""Tools: typed definitions, results the model can read, and a registry that never crashes
+the loop on bad input.
+
+Every problem with a call (arguments that are not JSON, not an object, or invalid; an
+unknown tool; a handler that reports a failure) becomes a `tool_error` result, which the
+loop pairs with the call so the model can read it and try again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from agent_tutorial.core.messages import ToolCall
+from agent_tutorial.core.model import ToolSpec
+
+Effect: TypeAlias = Literal["read", "write", "execute"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    content: str
+    is_error: bool = False
+    error_code: str | None = None
+
+
+def tool_success(content: str) -> ToolResult:
+    return ToolResult(content=content)
+
+
+def tool_error(code: str, message: str) -> ToolResult:
+    return ToolResult(content=f"Error [{code}]: {message}", is_error=True, error_code=code)
+
+
+class ToolFailure(Exception):
+    """Raised by a tool handler for an expected failure the model should read and handle."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def to_result(self) -> ToolResult:
+        return tool_error(self.code, self.message)
+
+
+Handler: TypeAlias = Callable[[Any], ToolResult]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """A tool: its name, what it is for, its pydantic input model and its handler.
+
+    `effect` feeds the permission policy; `subject_field` names the input field (a command
+    or a path) that permission rules and activity lines show.
+    """
+
+    name: str
+    description: str
+    input_model: type[BaseModel]
+    handler: Handler
+    effect: Effect = "read"
+    subject_field: str | None = None
+
+    def spec(self) -> ToolSpec:
+        schema = self.input_model.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    """A call whose tool exists and whose arguments validated."""
+
+    call: ToolCall
+    tool: ToolDefinition
+    arguments: BaseModel
+
+    @property
+    def subject(self) -> str:
+        field_name = self.tool.subject_field
+        return str(getattr(self.arguments, field_name, "")) if field_name else ""
+
+    def arguments_dict(self) -> dict[str, Any]:
+        return self.arguments.model_dump(mode="json")
+
+
+class ToolRegistry:
+    """Tools in registration order (the order the model sees them)."""
+
+    def __init__(self, tools: Iterable[ToolDefinition] = ()) -> None:
+        self._tools: dict[str, ToolDefinition] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: ToolDefinition) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def __iter__(self) -> Iterator[ToolDefinition]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return tuple(tool.spec() for tool in self._tools.values())
+
+    def without(self, *names: str) -> ToolRegistry:
+        return ToolRegistry(tool for tool in self if tool.name not in names)
+
+    def parse(self, call: ToolCall) -> ParsedCall | ToolResult:
+        """Validate a call; on any problem return the `tool_error` the model should see."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(self._tools) or "none"
+            return tool_error("unknown_tool", f"no tool named {call.name!r}; available: {known}")
+        try:
+            raw = orjson.loads(call.arguments or "{}")
+        except orjson.JSONDecodeError as error:
+            return tool_error("invalid_json", f"arguments for {call.name} are not JSON: {error}")
+        if not isinstance(raw, dict):
+            kind = type(raw).__name__
+            return tool_error("invalid_arguments", f"arguments must be a JSON object, got {kind}")
+        try:
+            arguments = tool.input_model.model_validate(raw)
+        except ValidationError as error:
+            return tool_error("invalid_arguments", _describe_validation_error(error))
+        return ParsedCall(call=call, tool=tool, arguments=arguments)
+
+    def invoke(self, parsed: ParsedCall) -> ToolResult:
+        try:
+            return parsed.tool.handler(parsed.arguments)
+        except ToolFailure as failure:
+            return failure.to_result()
+        except OSError as error:  # full disk, vanished file: tell the model, never crash
+            return tool_error("io_error", f"{type(error).__name__}: {error}")
+
+    def run(self, call: ToolCall) -> ToolResult:
+        """Parse and invoke in one step (chapters without policy or hooks)."""
+        parsed = self.parse(call)
+        return parsed if isinstance(parsed, ToolResult) else self.invoke(parsed)
+
+
+def _describe_validation_error(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        problems.append(f"{where}: {item['msg']}")
+    return "; ".join(problems)

@@ -1,0 +1,1 @@
+"""Capabilities the chapters add on top of the core loop."""

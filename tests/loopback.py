@@ -1,0 +1,203 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1 for tests.
+
+Tests queue replies (SSE streams, JSON bodies, error bodies, cut streams) and read back the
+JSON bodies of the requests the real openai SDK sent. Nothing here reaches the network.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One scripted HTTP reply: status, headers and either a JSON body or SSE events.
+
+    `cut_after` ends an SSE stream after that many events without `[DONE]`.
+    """
+
+    status: int = 200
+    json_body: Any = None
+    sse_events: Sequence[dict[str, Any]] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    cut_after: int | None = None
+    raw_body: bytes | None = None
+
+
+Responder = Reply | Callable[[dict[str, Any]], Reply]
+
+
+def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "loopback-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+
+
+def _usage_chunk(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "loopback-model",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def text_stream(
+    text: str, *, pieces: int = 3, finish_reason: str = "stop", usage: tuple[int, int] = (10, 5)
+) -> Reply:
+    """A streamed text answer split into `pieces` content deltas."""
+    size = max(1, -(-len(text) // pieces))
+    events = [_chunk({"role": "assistant", "content": ""})]
+    events += [_chunk({"content": text[i : i + size]}) for i in range(0, len(text), size)]
+    events.append(_chunk({}, finish_reason))
+    events.append(_usage_chunk(*usage))
+    return Reply(sse_events=events)
+
+
+def tool_stream(
+    calls: Iterable[tuple[str, str, dict[str, Any] | str]],
+    *,
+    content: str | None = None,
+    split: int = 3,
+    usage: tuple[int, int] = (10, 5),
+) -> Reply:
+    """A streamed assistant message whose tool calls' arguments arrive in `split` chunks."""
+    events = [_chunk({"role": "assistant", "content": content})]
+    for index, (call_id, name, arguments) in enumerate(calls):
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        size = max(1, -(-len(text) // split))
+        parts = [text[i : i + size] for i in range(0, len(text), size)] or [""]
+        first = {"index": index, "id": call_id, "type": "function"}
+        events.append(
+            _chunk({"tool_calls": [{**first, "function": {"name": name, "arguments": parts[0]}}]})
+        )
+        events += [
+            _chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+            for part in parts[1:]
+        ]
+    events.append(_chunk({}, "tool_calls"))
+    events.append(_usage_chunk(*usage))
+    return Reply(sse_events=events)
+
+
+def error_reply(status: int, body: Any, headers: dict[str, str] | None = None) -> Reply:
+    """An error body; retryable statuses carry `retry-after-ms: 1` so SDK retries are fast."""
+    return Reply(status=status, json_body=body, headers={"retry-after-ms": "1", **(headers or {})})
+
+
+def cut_stream(text: str = "partial") -> Reply:
+    """A stream that stops mid-answer: no finish reason, no `[DONE]`."""
+    return Reply(
+        sse_events=[_chunk({"role": "assistant", "content": ""}), _chunk({"content": text})],
+        cut_after=2,
+    )
+
+
+class LoopbackServer:
+    """Serves queued replies in order; records every request body in `.requests`."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._replies: list[Responder] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def queue(self, *replies: Responder) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._replies)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _next_reply(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            if not self._replies:
+                return error_reply(500, {"error": {"message": "loopback: no reply queued"}})
+            responder = self._replies.pop(0)
+        return responder(body) if callable(responder) else responder
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                reply = server._next_reply(body, {k.lower(): v for k, v in self.headers.items()})
+                if reply.sse_events is not None:
+                    self._send_sse(reply)
+                else:
+                    self._send_json(reply)
+
+            def _send_json(self, reply: Reply) -> None:
+                data = (
+                    reply.raw_body
+                    if reply.raw_body is not None
+                    else json.dumps(reply.json_body).encode()
+                )
+                self.send_response(reply.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _send_sse(self, reply: Reply) -> None:
+                self.send_response(reply.status)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                events = list(reply.sse_events or ())
+                if reply.cut_after is not None:
+                    events = events[: reply.cut_after]
+                for event in events:
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                    self.wfile.flush()
+                if reply.cut_after is None:
+                    self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+
+        return Handler
