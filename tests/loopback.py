@@ -118,7 +118,9 @@ class LoopbackServer:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:
@@ -201,3 +203,19 @@ class LoopbackServer:
                 self.close_connection = True
 
         return Handler
+
+
+def delta_stream(
+    deltas: Iterable[dict[str, Any]],
+    *,
+    finish_reason: str | None = "stop",
+    usage: tuple[int, int] | None = None,
+) -> Reply:
+    """A stream of hand-written deltas, for servers whose chunks differ from OpenAI's
+    (no `index`, repeated ids or names). `finish_reason=None` sends no finish chunk."""
+    events = [_chunk(delta) for delta in deltas]
+    if finish_reason is not None:
+        events.append(_chunk({}, finish_reason))
+    if usage is not None:
+        events.append(_usage_chunk(*usage))
+    return Reply(sse_events=events)

@@ -1,0 +1,476 @@
+"""The OpenAI-compatible chat-completions adapter: it streams each reply, assembles tool calls
+from their deltas, and turns every provider's error reply into the typed errors of `core.model`.
+
+This is the only module that imports the openai SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
+
+import httpx2
+import openai
+
+from agent_tutorial.core.messages import ToolCall, assistant_message, to_wire
+from agent_tutorial.core.model import (
+    AuthenticationError,
+    BadRequestError,
+    ConnectionFailedError,
+    FinishReason,
+    IncompleteStreamError,
+    ModelError,
+    ModelNotFoundError,
+    ModelReply,
+    ModelRequest,
+    PromptTooLongError,
+    ProviderError,
+    RateLimitError,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from openai.types.chat import (
+        ChatCompletionChunk,
+        ChatCompletionMessageParam,
+        ChatCompletionToolUnionParam,
+    )
+    from openai.types.completion_usage import CompletionUsage
+
+# A cut stream is retried once; a second cut is reported, not retried forever.
+_STREAM_ATTEMPTS = 2
+
+# Local servers need no key, but the SDK refuses to start without one.
+_PLACEHOLDER_API_KEY = "no-key-configured"
+
+# Shorter "keys" are placeholders such as "EMPTY"; redacting them would mangle ordinary words.
+_MIN_REDACTED_KEY_LENGTH = 8
+_REDACTED = "[redacted]"
+
+_DETAIL_LIMIT = 300
+
+# ---------------------------------------------------------------------------------------------
+# Error classification: a pure function from (status, body, message) to a typed error.
+# ---------------------------------------------------------------------------------------------
+
+_RATE_LIMIT_MARKERS = re.compile(
+    r"rate[ _-]?limit|too many requests|tokens per|requests per|per minute|per min\b"
+    r"|per day|\b[tr]p[md]\b|quota",
+    re.IGNORECASE,
+)
+
+# One entry per known provider wording; the comment names who says it.
+_OVERFLOW_MARKERS = re.compile(
+    "|".join(
+        (
+            r"context_length_exceeded",  # OpenAI, Azure (error code)
+            r"maximum context length",  # OpenAI, Azure, DeepSeek, OpenRouter, vLLM, Mistral
+            r"exceeds? the context window",  # OpenAI
+            r"exceed_context_size_error",  # llama.cpp (error type)
+            r"exceeds? the available context size",  # llama.cpp
+            r"prompt is too long",  # Anthropic-compatible gateways
+            r"range of input length",  # DashScope (Qwen)
+            r"input token count.{0,40}exceeds",  # Gemini's OpenAI-compatible endpoint
+            r"tokens \+ `?max_new_tokens`? must be",  # Hugging Face TGI
+            r"context length of only",  # LM Studio
+        )
+    ),
+    re.IGNORECASE,
+)
+
+# Key-shaped tokens some servers echo back; masked even when we do not know the key.
+_KEY_LIKE = re.compile(r"\b((?:sk|pk|rk)-)[A-Za-z0-9_\-]{8,}|(Bearer\s+)\S+", re.IGNORECASE)
+_SDK_PREFIX = re.compile(r"^Error code: \d+( - )?")
+_HTML_TAG = re.compile(r"<[^>]+>")
+
+_EXPLANATIONS: dict[type[ModelError], str] = {
+    PromptTooLongError: "the request does not fit the model's context window",
+    RateLimitError: "the endpoint is rate limiting requests",
+    ModelNotFoundError: "the endpoint does not know this model or URL path",
+    BadRequestError: "the endpoint rejected the request",
+    ProviderError: "the endpoint failed",
+    ConnectionFailedError: "could not reach the endpoint",
+}
+
+
+def classify_error(status: int | None, body: object, message: str) -> ModelError:
+    """Map one provider error reply to a typed `ModelError` whose `str()` is one line.
+
+    `status` is the HTTP status (None for a connection failure or an error event inside a
+    stream), `body` the decoded JSON body (with or without an `error` wrapper) or its text,
+    `message` the SDK's own message.
+    """
+    if status is None:
+        status = _status_in_body(body)
+    searchable = " ".join([*_strings_in(body), message])
+    error_class = _error_class(status, searchable, body)
+    explanation = _explain(error_class, status)
+    where = f" ({status})" if status is not None else ""
+    detail = _one_line(_provider_message(body) or _SDK_PREFIX.sub("", message))
+    return error_class(f"{explanation}{where}: {detail}" if detail else f"{explanation}{where}")
+
+
+def _error_class(status: int | None, searchable: str, body: object) -> type[ModelError]:
+    if status is None and body is None:
+        return ConnectionFailedError  # nothing came back; the message is ours, not the server's
+    if status in (401, 403):
+        return AuthenticationError
+    if status == 404:
+        return ModelNotFoundError
+    # Rate limits come first: "Request too large ... tokens per min" is a rate limit that
+    # mentions tokens, and treating it as an overflow would compact for nothing.
+    if _RATE_LIMIT_MARKERS.search(searchable):
+        return RateLimitError
+    # A bare 413 means the request body is too big; shrinking the history is the cure.
+    if status == 413 or _OVERFLOW_MARKERS.search(searchable):
+        return PromptTooLongError
+    if status == 429:
+        return RateLimitError
+    if status is not None and 400 <= status < 500:
+        return BadRequestError
+    return ProviderError
+
+
+def _explain(error_class: type[ModelError], status: int | None) -> str:
+    if error_class is AuthenticationError:
+        if status == 403:
+            return "the endpoint refused access with this API key"
+        return "the endpoint rejected the API key"
+    if error_class is ProviderError and status is None:
+        return "the endpoint reported an error"
+    return _EXPLANATIONS[error_class]
+
+
+def _error_object(body: object) -> object:
+    """The error itself, whether the body wraps it in `{"error": ...}` or not (vLLM)."""
+    if isinstance(body, dict) and "error" in body:
+        return body["error"]
+    return body
+
+
+def _status_in_body(body: object) -> int | None:
+    """An HTTP-like status some servers put in an error event's `code` field."""
+    error = _error_object(body)
+    code = error.get("code") if isinstance(error, dict) else None
+    if isinstance(code, int) and 400 <= code <= 599:
+        return code
+    return None
+
+
+def _provider_message(body: object) -> str:
+    error = _error_object(body)
+    if isinstance(error, str):
+        return _HTML_TAG.sub(" ", error)
+    if isinstance(error, dict):
+        for key in ("message", "detail", "msg"):
+            value = error.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return ""
+
+
+def _strings_in(value: object, depth: int = 0) -> list[str]:
+    """Every string in a decoded body; nested ones matter (OpenRouter embeds the upstream
+    provider's raw error under `metadata.raw`)."""
+    if isinstance(value, str):
+        return [value]
+    if depth > 4:
+        return []
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings_in(item, depth + 1)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings_in(item, depth + 1)]
+    return []
+
+
+def _one_line(text: str) -> str:
+    text = _KEY_LIKE.sub(lambda match: (match.group(1) or match.group(2)) + _REDACTED, text)
+    text = " ".join(text.split())
+    if len(text) > _DETAIL_LIMIT:
+        return text[: _DETAIL_LIMIT - 1] + "…"
+    return text
+
+
+def _redact(text: str, api_key: str) -> str:
+    if len(api_key) < _MIN_REDACTED_KEY_LENGTH:
+        return text
+    return text.replace(api_key, _REDACTED)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stream assembly.
+# ---------------------------------------------------------------------------------------------
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "eos": "stop",
+    "eos_token": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "tool_use": "tool_calls",
+    "length": "length",
+    "max_tokens": "length",
+    "model_length": "length",
+    "content_filter": "content_filter",
+}
+
+
+@dataclass
+class _PartialCall:
+    id: str
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def add_name(self, name: str) -> None:
+        # Some servers repeat the whole name in every delta, others split it.
+        if name != self.name:
+            self.name += name
+
+    def finish(self) -> ToolCall:
+        arguments = "".join(self.arguments)
+        # Servers send "" for a call without arguments; "{}" is what the tool and every
+        # provider reading the history back expect.
+        call_id = self.id or f"call_{uuid.uuid4().hex[:24]}"
+        return ToolCall(id=call_id, name=self.name, arguments=arguments or "{}")
+
+
+class _ToolCallAssembler:
+    """Builds whole tool calls from streamed deltas, keyed by id first and index second,
+    because some servers omit `index` or repeat index 0 for every call."""
+
+    def __init__(self) -> None:
+        self._calls: list[_PartialCall] = []
+        self._by_id: dict[str, _PartialCall] = {}
+        self._by_index: dict[int, _PartialCall] = {}
+
+    def add(
+        self, index: int | None, call_id: str | None, name: str | None, arguments: str | None
+    ) -> None:
+        call = self._target(index, call_id)
+        if name:
+            call.add_name(name)
+        if arguments:
+            call.arguments.append(arguments)
+
+    def calls(self) -> tuple[ToolCall, ...]:
+        return tuple(call.finish() for call in self._calls)
+
+    def _target(self, index: int | None, call_id: str | None) -> _PartialCall:
+        if call_id:
+            known = self._by_id.get(call_id)
+            if known is not None:
+                return known
+            unnamed = self._by_index.get(index) if index is not None else None
+            if unnamed is not None and not unnamed.id:
+                unnamed.id = call_id  # the id arrived after the call's first delta
+                self._by_id[call_id] = unnamed
+                return unnamed
+            return self._start(index, call_id)
+        if index is not None:
+            return self._by_index.get(index) or self._start(index, "")
+        return self._calls[-1] if self._calls else self._start(None, "")
+
+    def _start(self, index: int | None, call_id: str) -> _PartialCall:
+        call = _PartialCall(id=call_id)
+        self._calls.append(call)
+        if call_id:
+            self._by_id[call_id] = call
+        if index is not None:
+            self._by_index[index] = call
+        return call
+
+
+@dataclass
+class _StreamedReply:
+    """What one stream delivered so far; `finish_reason` stays None if the stream was cut."""
+
+    text: list[str] = field(default_factory=list)
+    tool_calls: _ToolCallAssembler = field(default_factory=_ToolCallAssembler)
+    finish_reason: str | None = None
+    usage: CompletionUsage | None = None
+
+    def add(self, chunk: ChatCompletionChunk, on_text: Callable[[str], None] | None) -> None:
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        for choice in chunk.choices or ():
+            if choice.index not in (0, None):
+                continue  # we ask for one choice; ignore anything else a server invents
+            delta = choice.delta
+            if delta is not None and delta.content:
+                self.text.append(delta.content)
+                if on_text is not None:
+                    on_text(delta.content)
+            for call in (delta.tool_calls if delta is not None else None) or ():
+                function = call.function
+                self.tool_calls.add(
+                    call.index,
+                    call.id,
+                    function.name if function is not None else None,
+                    function.arguments if function is not None else None,
+                )
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+
+    def to_reply(self) -> ModelReply:
+        calls = self.tool_calls.calls()
+        content = "".join(self.text)
+        message = assistant_message(None if calls and not content else content, calls)
+        return ModelReply(message, _finish_reason(self.finish_reason, calls), _usage(self.usage))
+
+
+def _finish_reason(raw: str | None, calls: tuple[ToolCall, ...]) -> FinishReason:
+    reason = _FINISH_REASONS.get(raw or "", "other")
+    # "tool_calls" exactly when there are calls to run, whatever the server called it
+    # (some send "stop" with tool calls); "length" and "content_filter" always win.
+    if reason in ("stop", "tool_calls", "other") and calls:
+        return "tool_calls"
+    if reason == "tool_calls":
+        return "stop"
+    return reason
+
+
+def _usage(usage: CompletionUsage | None) -> Usage | None:
+    if usage is None:
+        return None
+    prompt = usage.prompt_tokens or 0
+    completion = usage.completion_tokens or 0
+    return Usage(prompt, completion, usage.total_tokens or prompt + completion)
+
+
+# ---------------------------------------------------------------------------------------------
+# The client.
+# ---------------------------------------------------------------------------------------------
+
+
+def _refuse_retry_of_overflow(response: httpx2.Response) -> None:
+    """Response hook: never send the same overflowing request twice.
+
+    Some gateways report an overflow with 413, 429 or 5xx, which the SDK would retry; the
+    `x-should-retry: false` header is the SDK's documented way to say "do not".
+    """
+    if response.status_code < 400:
+        return
+    response.read()
+    try:
+        body: object = json.loads(response.text)
+    except json.JSONDecodeError:
+        body = response.text
+    if isinstance(classify_error(response.status_code, body, ""), PromptTooLongError):
+        response.headers["x-should-retry"] = "false"
+
+
+class _HttpClient(openai.DefaultHttpxClient):
+    """The SDK's default HTTP client, closed when garbage-collected as the SDK's own is, so an
+    adapter nobody closed does not leak its pooled sockets."""
+
+    def __del__(self) -> None:
+        if not self.is_closed:
+            self.close()
+
+
+class OpenAIChatModel:
+    """A `ModelClient` for any OpenAI-compatible chat-completions endpoint.
+
+    Every reply is streamed; HTTP retries (408/409/429/5xx and connection errors) are the
+    SDK's, with its backoff; a stream cut before its finish reason is retried once here.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        max_retries: int = 2,
+        timeout_s: float = 600.0,
+    ) -> None:
+        self.model = model
+        self._base_url = base_url
+        self._api_key = api_key
+        self._timeout_s = timeout_s
+        http_client = _HttpClient(
+            timeout=timeout_s, event_hooks={"response": [_refuse_retry_of_overflow]}
+        )
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or _PLACEHOLDER_API_KEY,
+            max_retries=max_retries,
+            timeout=timeout_s,
+            http_client=http_client,
+        )
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        for _ in range(_STREAM_ATTEMPTS):
+            streamed = self._stream_once(request)
+            if streamed.finish_reason is not None:
+                return streamed.to_reply()
+        raise IncompleteStreamError(
+            f"the endpoint's reply stream ended before the reply was finished, "
+            f"{_STREAM_ATTEMPTS} times in a row (no finish reason); the server may have "
+            f"crashed or a proxy cut the connection"
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> OpenAIChatModel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _stream_once(self, request: ModelRequest) -> _StreamedReply:
+        streamed = _StreamedReply()
+        with self._open_stream(request) as stream:
+            try:
+                for chunk in stream:
+                    streamed.add(chunk, request.on_text)
+            except openai.APIConnectionError:
+                # A connection dropped mid-reply is a cut stream; `complete` retries it once.
+                return streamed
+            except json.JSONDecodeError as error:
+                raise ProviderError(
+                    f"the endpoint sent a stream event that is not JSON ({error})"
+                ) from None
+            except openai.APIError as error:  # an error event inside the stream
+                raise self._error(None, error.body, error.message) from None
+        return streamed
+
+    def _open_stream(self, request: ModelRequest) -> openai.Stream[ChatCompletionChunk]:
+        messages = cast("list[ChatCompletionMessageParam]", [to_wire(m) for m in request.messages])
+        tools = cast("list[ChatCompletionToolUnionParam]", [t.to_wire() for t in request.tools])
+        try:
+            return self._client.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                tools=tools or openai.omit,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        except openai.APIStatusError as error:
+            raise self._error(error.status_code, error.body, error.message) from None
+        except openai.APIConnectionError as error:  # includes timeouts, after the SDK's retries
+            raise self._error(None, None, self._connection_detail(error)) from None
+        except openai.APIResponseValidationError as error:
+            raise self._error(error.status_code, error.body, error.message) from None
+
+    def _connection_detail(self, error: openai.APIConnectionError) -> str:
+        if isinstance(error, openai.APITimeoutError):
+            return f"{self._base_url}: no answer within {self._timeout_s:g} s"
+        reason = str(error.__cause__ or "") or error.message
+        return f"{self._base_url}: {reason}"
+
+    def _error(self, status: int | None, body: object, message: str) -> ModelError:
+        """The typed error, with the API key removed even if the server echoed it back.
+
+        Raised `from None` by the callers so that no chained SDK exception, whose text may
+        hold the key, reaches a traceback.
+        """
+        error = classify_error(status, body, message)
+        return type(error)(_redact(str(error), self._api_key))

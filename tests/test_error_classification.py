@@ -1,0 +1,378 @@
+"""`classify_error`: every provider's error reply becomes the right typed error, in one
+readable line. Pure function tests; the HTTP side lives in test_openai_adapter.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agent_tutorial.adapters.openai_chat import classify_error
+from agent_tutorial.core.model import (
+    AuthenticationError,
+    BadRequestError,
+    ConnectionFailedError,
+    ModelError,
+    ModelNotFoundError,
+    PromptTooLongError,
+    ProviderError,
+    RateLimitError,
+)
+
+# Context-overflow replies as each provider sends them: (HTTP status, JSON body).
+OVERFLOW_REPLIES: dict[str, tuple[int, Any]] = {
+    "openai": (
+        400,
+        {
+            "error": {
+                "message": "This model's maximum context length is 128000 tokens. However, your "
+                "messages resulted in 130512 tokens. Please reduce the length of the messages.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        },
+    ),
+    "openai-context-window": (
+        400,
+        {
+            "error": {
+                "message": "Your input exceeds the context window of this model. "
+                "Please adjust your input and try again.",
+                "type": "invalid_request_error",
+                "param": "input",
+                "code": "context_length_exceeded",
+            }
+        },
+    ),
+    "azure-code-only": (
+        400,
+        {"error": {"message": "Request rejected.", "code": "context_length_exceeded"}},
+    ),
+    "deepseek": (
+        400,
+        {
+            "error": {
+                "message": "This model's maximum context length is 65536 tokens. However, you "
+                "requested 70211 tokens (70211 in the messages, 0 in the completion). Please "
+                "reduce the length of the messages or completion.",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_request_error",
+            }
+        },
+    ),
+    "openrouter": (
+        400,
+        {
+            "error": {
+                "message": "This endpoint's maximum context length is 131072 tokens. However, "
+                "you requested about 140000 tokens. Please reduce the length of either one.",
+                "code": 400,
+                "metadata": {"provider_name": None},
+            }
+        },
+    ),
+    "openrouter-upstream-raw": (
+        400,
+        {
+            "error": {
+                "message": "Provider returned error",
+                "code": 400,
+                "metadata": {
+                    "raw": '{"error":{"message":"prompt is too long: 201000 tokens > 200000"}}',
+                    "provider_name": "Anthropic",
+                },
+            }
+        },
+    ),
+    "llama.cpp": (
+        400,
+        {
+            "error": {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": 5120,
+                "n_ctx": 4096,
+            }
+        },
+    ),
+    "llama.cpp-type-only": (
+        400,
+        {
+            "error": {
+                "code": 400,
+                "message": "request rejected",
+                "type": "exceed_context_size_error",
+            }
+        },
+    ),
+    "llama.cpp-as-500": (
+        500,
+        {
+            "error": {
+                "code": 500,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "server_error",
+            }
+        },
+    ),
+    "vllm-top-level": (
+        400,
+        {
+            "object": "error",
+            "message": "This model's maximum context length is 4096 tokens. However, you "
+            "requested 5000 tokens (4000 in the messages, 1000 in the completion).",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    ),
+    "vllm-input-tokens": (
+        400,
+        {
+            "error": {
+                "message": "'max_tokens' or 'max_completion_tokens' is too large: 1000. This "
+                "model's maximum context length is 4096 tokens and your request has 3500 "
+                "input tokens (1000 > 4096 - 3500).",
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            }
+        },
+    ),
+    "anthropic-gateway": (
+        400,
+        {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": "prompt is too long: 210345 tokens > 200000 maximum",
+            },
+        },
+    ),
+    "gateway-429": (
+        429,
+        {"error": {"message": "prompt is too long: 210345 tokens > 200000 maximum"}},
+    ),
+    "gateway-413": (413, {"error": {"message": "Request Entity Too Large"}}),
+    "dashscope": (
+        400,
+        {
+            "error": {
+                "message": "<400> InternalError.Algo.InvalidParameter: Range of input length "
+                "should be [1, 30720]",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_parameter_error",
+            }
+        },
+    ),
+    "dashscope-as-503": (
+        503,
+        {"code": "InvalidParameter", "message": "Range of input length should be [1, 6000]"},
+    ),
+    "gemini": (
+        400,
+        [
+            {
+                "error": {
+                    "message": "The input token count (1200000) exceeds the maximum number of "
+                    "tokens allowed (1048576).",
+                    "status": "INVALID_ARGUMENT",
+                }
+            }
+        ],
+    ),
+    "tgi": (
+        422,
+        {"error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096"},
+    ),
+}
+
+
+def sdk_body(body: Any) -> Any:
+    """The body as the openai SDK hands it over: with any `{"error": ...}` wrapper removed."""
+    return body.get("error", body) if isinstance(body, dict) else body
+
+
+@pytest.mark.parametrize("provider", sorted(OVERFLOW_REPLIES))
+def test_every_provider_overflow_is_prompt_too_long(provider: str) -> None:
+    status, body = OVERFLOW_REPLIES[provider]
+
+    assert isinstance(classify_error(status, body, "Error code"), PromptTooLongError)
+
+
+@pytest.mark.parametrize("provider", sorted(OVERFLOW_REPLIES))
+def test_overflow_is_recognised_in_the_body_the_sdk_unwraps(provider: str) -> None:
+    status, body = OVERFLOW_REPLIES[provider]
+
+    assert isinstance(classify_error(status, sdk_body(body), "Error code"), PromptTooLongError)
+
+
+def test_overflow_is_recognised_from_the_message_alone() -> None:
+    message = "Error code: 400 - This model's maximum context length is 8192 tokens."
+
+    error = classify_error(400, None, message)
+
+    assert isinstance(error, PromptTooLongError)
+    assert str(error) == (
+        "the request does not fit the model's context window (400): "
+        "This model's maximum context length is 8192 tokens."
+    )
+
+
+RATE_LIMITS_MENTIONING_TOKENS: dict[str, tuple[int, Any]] = {
+    "openai-tpm": (
+        429,
+        {
+            "error": {
+                "message": "Rate limit reached for gpt-4o in organization org-abc on tokens per "
+                "min (TPM): Limit 30000, Used 29000, Requested 4000. Please try again in 2s.",
+                "type": "tokens",
+                "param": None,
+                "code": "rate_limit_exceeded",
+            }
+        },
+    ),
+    "openai-request-too-large": (
+        429,
+        {
+            "error": {
+                "message": "Request too large for gpt-4o in organization org-abc on tokens per "
+                "min (TPM): Limit 30000, Requested 50000. The input or output tokens must be "
+                "reduced in order to run successfully.",
+                "type": "tokens",
+                "code": "rate_limit_exceeded",
+            }
+        },
+    ),
+    "anthropic-input-tokens-per-minute": (
+        429,
+        {
+            "type": "error",
+            "error": {
+                "type": "rate_limit_error",
+                "message": "This request would exceed the rate limit for your organization of "
+                "40,000 input tokens per minute.",
+            },
+        },
+    ),
+    "tpm-without-429": (
+        400,
+        {"error": {"message": "TPM exceeded: too many tokens, the prompt is too long for now"}},
+    ),
+    "bare-429": (429, {"error": {"message": "slow down"}}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RATE_LIMITS_MENTIONING_TOKENS))
+def test_rate_limits_are_rate_limits_even_when_they_mention_tokens(case: str) -> None:
+    status, body = RATE_LIMITS_MENTIONING_TOKENS[case]
+
+    assert isinstance(classify_error(status, sdk_body(body), "Error code"), RateLimitError)
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type"),
+    [
+        (401, AuthenticationError),
+        (403, AuthenticationError),
+        (404, ModelNotFoundError),
+        (400, BadRequestError),
+        (422, BadRequestError),
+        (500, ProviderError),
+        (502, ProviderError),
+    ],
+)
+def test_statuses_map_to_their_error_types(status: int, error_type: type[ModelError]) -> None:
+    error = classify_error(status, {"message": "nope"}, f"Error code: {status} - nope")
+
+    assert type(error) is error_type
+    assert str(error).endswith(f"({status}): nope")
+
+
+def test_a_missing_key_is_explained_as_an_authentication_failure() -> None:
+    error = classify_error(401, {"message": "Invalid API key"}, "Error code: 401")
+
+    assert str(error) == "the endpoint rejected the API key (401): Invalid API key"
+
+
+def test_a_connection_failure_has_no_status() -> None:
+    error = classify_error(None, None, "http://127.0.0.1:9/v1: [Errno 111] Connection refused")
+
+    assert isinstance(error, ConnectionFailedError)
+    assert str(error) == (
+        "could not reach the endpoint: http://127.0.0.1:9/v1: [Errno 111] Connection refused"
+    )
+
+
+def test_an_error_event_without_status_uses_the_code_in_its_body() -> None:
+    error = classify_error(None, {"message": "model crashed", "code": 503}, "model crashed")
+
+    assert isinstance(error, ProviderError)
+    assert str(error) == "the endpoint failed (503): model crashed"
+
+
+def test_an_error_event_without_any_status_is_a_provider_error() -> None:
+    error = classify_error(None, {"message": "oops"}, "oops")
+
+    assert type(error) is ProviderError
+    assert str(error) == "the endpoint reported an error: oops"
+
+
+def test_ollama_string_errors_are_read() -> None:
+    body = {"error": 'model "llama9" not found, try pulling it first'}
+
+    error = classify_error(404, body, "Error code: 404")
+
+    assert isinstance(error, ModelNotFoundError)
+    assert str(error).endswith('(404): model "llama9" not found, try pulling it first')
+
+
+def test_fastapi_detail_errors_are_read() -> None:
+    error = classify_error(422, {"detail": "messages: field required"}, "Error code: 422")
+
+    assert str(error) == "the endpoint rejected the request (422): messages: field required"
+
+
+def test_the_sdk_prefix_is_dropped_when_there_is_no_body() -> None:
+    error = classify_error(500, None, "Error code: 500")
+
+    assert str(error) == "the endpoint failed (500)"
+
+
+def test_an_html_error_page_becomes_one_line_of_text() -> None:
+    page = "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>nginx</body>\n</html>"
+
+    error = classify_error(502, page, "Error code: 502")
+
+    assert str(error) == "the endpoint failed (502): 502 Bad Gateway nginx"
+
+
+def test_a_multi_line_message_becomes_one_line() -> None:
+    error = classify_error(400, {"message": "bad\n  request\n\tbody"}, "Error code: 400")
+
+    assert str(error) == "the endpoint rejected the request (400): bad request body"
+
+
+def test_a_very_long_message_is_shortened() -> None:
+    error = classify_error(400, {"message": "x" * 10_000}, "Error code: 400")
+
+    assert len(str(error)) < 400
+    assert str(error).endswith("…")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Incorrect API key provided: sk-proj-AbCdEfGhIjKlMnOpQrStUv. Find your key at ...",
+        "header was Authorization: Bearer AbCdEfGhIjKlMnOpQrStUv",
+    ],
+)
+def test_key_shaped_tokens_are_masked(message: str) -> None:
+    error = classify_error(401, {"message": message}, "Error code: 401")
+
+    assert "AbCdEfGhIjKlMnOpQrStUv" not in str(error)
+    assert "[redacted]" in str(error)
