@@ -1,0 +1,93 @@
+"""The terminal approval prompt: shows a tool call and asks yes / no / always-for-this-session."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.panel import Panel
+from rich.text import Text
+
+from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
+
+PROMPT = "Allow? [y]es / [n]o / [a]lways this session (Enter = no): "
+MAX_SHOWN_LINES = 12
+MAX_SHOWN_CHARS = 800
+MAX_ATTEMPTS = 3
+
+_ANSWERS: dict[str, ApprovalAnswer] = {
+    "y": "yes",
+    "yes": "yes",
+    "n": "no",
+    "no": "no",
+    "a": "always",
+    "always": "always",
+}
+
+
+class TerminalApprover:
+    """An `Approver` that asks on the terminal; EOF, Ctrl-C, Enter or no clear answer = no.
+
+    `read_line(prompt)` reads one answer; it defaults to `console.input` and is the seam
+    the REPL (prompt-toolkit) and tests plug into.
+    """
+
+    def __init__(self, console: Console, read_line: Callable[[str], str] | None = None) -> None:
+        self.console = console
+        self.read_line = read_line or self._read_from_console
+
+    def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.console.print(describe_request(request))
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                line = self.read_line(PROMPT)
+            except (EOFError, KeyboardInterrupt):
+                self.console.print("no")
+                return "no"
+            text = line.strip().lower()
+            if not text:
+                return "no"
+            answer = _ANSWERS.get(text)
+            if answer is not None:
+                return answer
+            self.console.print(f"Please answer y, n or a (got {line.strip()!r}).", markup=False)
+        return "no"
+
+    def _read_from_console(self, prompt: str) -> str:
+        return self.console.input(Text(prompt, style="bold"))  # Text: "[y]" is not markup
+
+
+def describe_request(request: ApprovalRequest) -> Panel:
+    """The call as the user sees it: the subject in full, other long values abbreviated.
+
+    Everything is plain `Text`, so brackets in a command are never read as rich markup.
+    """
+    body = Text()
+    body.append(request.reason, style="dim")
+    for name, value in request.arguments.items():
+        body.append("\n")
+        body.append(f"{name}: ", style="bold")
+        shown = _as_text(value)
+        if shown != request.subject:
+            shown = _abbreviate(shown)
+        if "\n" in shown:  # a multi-line value starts on its own line, indented
+            shown = "\n" + textwrap.indent(shown, "  ")
+        body.append(shown)
+    title = Text(f"{request.tool_name} wants permission", style="bold yellow")
+    return Panel(body, title=title, title_align="left", border_style="yellow")
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def _abbreviate(text: str) -> str:
+    lines = text.splitlines()
+    shown = "\n".join(lines[:MAX_SHOWN_LINES])[:MAX_SHOWN_CHARS]
+    if shown == text:
+        return text
+    size = len(text.encode())
+    return f"{shown}\n… ({len(lines)} lines, {size:,} bytes in all)"

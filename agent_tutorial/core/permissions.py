@@ -1,0 +1,279 @@
+"""Chapter 3: the permission policy that decides, for every tool call, allow, ask or deny.
+
+A decision comes from hard workspace boundaries (never lifted), then the user's rules, then
+the permission mode's default for the tool's effect; "ask" goes to an `Approver` (a terminal
+prompt), and without one it becomes a deny whose reason tells the model what the user can do.
+
+"always" remembers an approval for the session: for a tool whose effect is "execute" (bash)
+it covers that exact command only, since a prefix would also approve `git status; rm -rf ~`;
+for any other tool it covers every call of that tool (still inside the hard boundaries).
+The boundaries check file-tool paths; bash is not sandboxed, which is why it asks by default.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any, Literal, Protocol, TypeAlias, get_args
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from agent_tutorial.adapters.filesystem import WorkspacePathError, resolve_workspace_path
+from agent_tutorial.core.tools import Effect, ParsedCall, ToolResult, tool_error
+
+Decision: TypeAlias = Literal["allow", "ask", "deny"]
+PermissionMode: TypeAlias = Literal["ask", "accept-edits", "auto"]
+ApprovalAnswer: TypeAlias = Literal["yes", "no", "always"]
+DecisionSource: TypeAlias = Literal[
+    "default", "rule", "boundary", "session", "hook", "user", "no-terminal"
+]
+
+_STRENGTH: dict[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+# Writes here would let the agent rewrite git hooks or its own configuration and hooks.
+PROTECTED_DIRECTORIES = (".git", ".agent_tutorial")
+
+_MODE_DEFAULTS: dict[PermissionMode, dict[Effect, Decision]] = {
+    "ask": {"read": "allow", "write": "ask", "execute": "ask"},
+    "accept-edits": {"read": "allow", "write": "allow", "execute": "ask"},
+    "auto": {"read": "allow", "write": "allow", "execute": "allow"},
+}
+
+
+def merge_decisions(*decisions: Decision) -> Decision:
+    """The strictest of the decisions: deny beats ask beats allow (none at all = allow)."""
+    return max(decisions, key=_STRENGTH.__getitem__, default="allow")
+
+
+class PermissionRule(BaseModel):
+    """One user rule from `[[permissions.rules]]` in the project config."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool: str
+    """The exact tool name, or "*" for every tool."""
+    pattern: str | None = None
+    """A regex searched in the call's subject (the bash command or the path); None = any."""
+    behavior: Decision
+    """What a matching call gets: allow, ask or deny."""
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern_compiles(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(f"pattern {pattern!r} is not a valid regex: {error}") from error
+        return pattern
+
+    def matches(self, tool_name: str, subjects: Sequence[str]) -> bool:
+        if self.tool not in ("*", tool_name):
+            return False
+        if self.pattern is None:
+            return True
+        return any(re.search(self.pattern, subject) for subject in subjects)
+
+    def describe(self) -> str:
+        where = "" if self.pattern is None else f" pattern={self.pattern!r}"
+        return f"rule tool={self.tool!r}{where} behavior={self.behavior!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What the user is asked to approve."""
+
+    tool_name: str
+    subject: str
+    arguments: Mapping[str, Any]
+    reason: str
+
+
+class Approver(Protocol):
+    """Asks the user about one call (the terminal prompt; scripted in tests)."""
+
+    def approve(self, request: ApprovalRequest) -> ApprovalAnswer: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """One decision about one call, with why and where it came from (for logs and the model)."""
+
+    decision: Decision
+    reason: str
+    source: DecisionSource
+    tool_name: str
+    subject: str
+    call_id: str
+
+
+def decision_for(
+    parsed: ParsedCall, decision: Decision, reason: str, source: DecisionSource
+) -> DecisionRecord:
+    return DecisionRecord(
+        decision=decision,
+        reason=reason,
+        source=source,
+        tool_name=parsed.tool.name,
+        subject=parsed.subject,
+        call_id=parsed.call.id,
+    )
+
+
+def denial_result(record: DecisionRecord) -> ToolResult:
+    """The paired tool error the model reads when a call is not allowed."""
+    return tool_error("permission_denied", record.reason)
+
+
+class PermissionPolicy:
+    """Decides every tool call; also a `CallGuard`, so it can sit in the runner's guards.
+
+    With hooks (chapter 4) pass the policy to `HookGuard` instead of the runner's guards,
+    so PreToolUse advice and the policy are merged into one decision and one question.
+    """
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        mode: PermissionMode = "ask",
+        rules: Sequence[PermissionRule] = (),
+        approver: Approver | None = None,
+        on_decision: Callable[[DecisionRecord], None] | None = None,
+    ) -> None:
+        if mode not in get_args(PermissionMode):
+            raise ValueError(
+                f"permission mode must be one of {get_args(PermissionMode)}, got {mode!r}"
+            )
+        self.workspace = workspace.resolve()
+        self.mode: PermissionMode = mode
+        self.rules = tuple(rules)
+        self.approver = approver
+        self.on_decision = on_decision
+        self._approved: set[tuple[str, str | None]] = set()
+
+    def decide(self, parsed: ParsedCall) -> DecisionRecord:
+        """The policy's decision without asking anyone or reporting it."""
+        boundary = self._boundary_violation(parsed)
+        if boundary is not None:
+            return decision_for(parsed, "deny", boundary, "boundary")
+        record = self._rule_decision(parsed) or self._default_decision(parsed)
+        if record.decision == "ask" and self._approval_key(parsed) in self._approved:
+            return decision_for(
+                parsed, "allow", "the user approved this for the session", "session"
+            )
+        return record
+
+    def authorize(
+        self, parsed: ParsedCall, *, advice: DecisionRecord | None = None
+    ) -> DecisionRecord:
+        """The final decision: the policy merged with `advice` (a hook's), the user asked if
+        needed, and the outcome reported to `on_decision`."""
+        record = self.decide(parsed)
+        if advice is not None and _STRENGTH[advice.decision] > _STRENGTH[record.decision]:
+            record = advice
+        if record.decision == "ask":
+            record = self._ask(parsed, record)
+        if self.on_decision is not None:
+            self.on_decision(record)
+        return record
+
+    def before_call(self, parsed: ParsedCall) -> ParsedCall | ToolResult:
+        record = self.authorize(parsed)
+        return parsed if record.decision == "allow" else denial_result(record)
+
+    def after_call(self, parsed: ParsedCall, result: ToolResult) -> ToolResult:
+        return result
+
+    def _boundary_violation(self, parsed: ParsedCall) -> str | None:
+        if parsed.tool.effect != "write" or parsed.tool.subject_field is None:
+            return None
+        try:
+            target = resolve_workspace_path(self.workspace, parsed.subject)
+        except WorkspacePathError as error:
+            return f"{parsed.tool.name} may only write inside the workspace: {error}"
+        protected = _protected_part(target.relative_to(self.workspace))
+        if protected is not None:
+            return (
+                f"{parsed.tool.name} may not write into {protected}/ "
+                f"({parsed.subject!r} resolves to {target}); no mode or rule can allow this"
+            )
+        return None
+
+    def _rule_decision(self, parsed: ParsedCall) -> DecisionRecord | None:
+        subjects = self._rule_subjects(parsed)
+        matching = [rule for rule in self.rules if rule.matches(parsed.tool.name, subjects)]
+        if not matching:
+            return None
+        decision = merge_decisions(*(rule.behavior for rule in matching))
+        deciding = next(rule for rule in matching if rule.behavior == decision)
+        return decision_for(parsed, decision, f"{decision} by {deciding.describe()}", "rule")
+
+    def _rule_subjects(self, parsed: ParsedCall) -> tuple[str, ...]:
+        """The raw subject, and for paths also the workspace-relative real path, so a deny
+        rule on `^secrets/` also catches `./secrets/x` and `/abs/workspace/secrets/x`."""
+        subject = parsed.subject
+        if parsed.tool.effect == "execute" or not subject:
+            return (subject,)
+        try:
+            target = resolve_workspace_path(self.workspace, subject)
+        except WorkspacePathError:
+            return (subject,)
+        return (subject, target.relative_to(self.workspace).as_posix())
+
+    def _default_decision(self, parsed: ParsedCall) -> DecisionRecord:
+        effect = parsed.tool.effect
+        decision = _MODE_DEFAULTS[self.mode][effect]
+        verdict = {"allow": "are allowed", "ask": "need approval", "deny": "are denied"}[decision]
+        reason = f"{effect} tools {verdict} in permission mode {self.mode!r}"
+        return decision_for(parsed, decision, reason, "default")
+
+    def _ask(self, parsed: ParsedCall, record: DecisionRecord) -> DecisionRecord:
+        if self.approver is None:
+            return decision_for(parsed, "deny", _no_terminal_reason(parsed, record), "no-terminal")
+        request = ApprovalRequest(
+            tool_name=parsed.tool.name,
+            subject=parsed.subject,
+            arguments=parsed.arguments_dict(),
+            reason=record.reason,
+        )
+        answer = self.approver.approve(request)
+        if answer == "always":
+            self._approved.add(self._approval_key(parsed))
+            return decision_for(parsed, "allow", "the user approved this for the session", "user")
+        if answer == "yes":
+            return decision_for(parsed, "allow", "the user approved this call", "user")
+        return decision_for(
+            parsed, "deny", f"the user declined this {parsed.tool.name} call", "user"
+        )
+
+    def _approval_key(self, parsed: ParsedCall) -> tuple[str, str | None]:
+        exact_subject = parsed.subject if parsed.tool.effect == "execute" else None
+        return (parsed.tool.name, exact_subject)
+
+
+def _protected_part(relative: PurePath) -> str | None:
+    # casefold: on case-insensitive filesystems `.GIT/config` is `.git/config`.
+    for part in relative.parts:
+        for protected in PROTECTED_DIRECTORIES:
+            if part.casefold() == protected:
+                return protected
+    return None
+
+
+def _no_terminal_reason(parsed: ParsedCall, record: DecisionRecord) -> str:
+    if record.source != "default":  # a rule or a hook asks; no mode lifts that
+        remedy = "run it interactively to approve it, or change the rule or hook that asks"
+    elif parsed.tool.effect == "execute":
+        remedy = "re-run with --permission-mode auto (or add an allow rule) to permit it"
+    else:
+        remedy = (
+            "re-run with --permission-mode accept-edits or --permission-mode auto "
+            "(or add an allow rule) to permit it"
+        )
+    return (
+        f"{parsed.tool.name} needs the user's approval ({record.reason}), but there is no "
+        f"terminal to ask on, so it was denied. The user must {remedy}."
+    )

@@ -1,0 +1,538 @@
+"""Chapter 3: the permission policy, its hard boundaries, and the terminal approval prompt."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import pytest
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+
+from agent_tutorial.approval import TerminalApprover
+from agent_tutorial.core.loop import AgentRunner
+from agent_tutorial.core.messages import ToolMessage, tool_call, validate_tool_pairing
+from agent_tutorial.core.permissions import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    Decision,
+    DecisionRecord,
+    PermissionPolicy,
+    PermissionRule,
+    merge_decisions,
+)
+from agent_tutorial.core.tools import (
+    ParsedCall,
+    ToolDefinition,
+    ToolRegistry,
+    ToolResult,
+    tool_success,
+)
+from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
+
+# --- small real tools: one per effect ---------------------------------------------------
+
+
+class PathInput(BaseModel):
+    path: str
+    content: str = ""
+
+
+class CommandInput(BaseModel):
+    command: str
+
+
+def _read(arguments: PathInput) -> ToolResult:
+    return tool_success(Path(arguments.path).read_text())
+
+
+def _write(arguments: PathInput) -> ToolResult:
+    Path(arguments.path).write_text(arguments.content)
+    return tool_success(f"wrote {arguments.path}")
+
+
+def _run(arguments: CommandInput) -> ToolResult:
+    return tool_success(f"ran {arguments.command}")
+
+
+def make_tools() -> ToolRegistry:
+    return ToolRegistry(
+        [
+            ToolDefinition("read_file", "Read a file.", PathInput, _read, "read", "path"),
+            ToolDefinition("write_file", "Write a file.", PathInput, _write, "write", "path"),
+            ToolDefinition("bash", "Run a command.", CommandInput, _run, "execute", "command"),
+        ]
+    )
+
+
+def parse(name: str, call_id: str = "call_1", **arguments: object) -> ParsedCall:
+    parsed = make_tools().parse(tool_call(call_id, name, orjson.dumps(arguments).decode()))
+    assert isinstance(parsed, ParsedCall), parsed
+    return parsed
+
+
+class ScriptedApprover:
+    """Answers approval requests from a fixed list and records what it was asked."""
+
+    def __init__(self, *answers: ApprovalAnswer) -> None:
+        self.answers = list(answers)
+        self.requests: list[ApprovalRequest] = []
+
+    def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.requests.append(request)
+        return self.answers.pop(0)
+
+
+# --- merging decisions ------------------------------------------------------------------
+
+DECISIONS: tuple[Decision, ...] = ("allow", "ask", "deny")
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        ("allow", "allow", "allow"),
+        ("allow", "ask", "ask"),
+        ("allow", "deny", "deny"),
+        ("ask", "allow", "ask"),
+        ("ask", "ask", "ask"),
+        ("ask", "deny", "deny"),
+        ("deny", "allow", "deny"),
+        ("deny", "ask", "deny"),
+        ("deny", "deny", "deny"),
+    ],
+)
+def test_merge_of_two_decisions_keeps_the_strictest(
+    first: Decision, second: Decision, expected: Decision
+) -> None:
+    assert merge_decisions(first, second) == expected
+
+
+def test_merge_of_any_number_of_decisions_is_deny_then_ask_then_allow() -> None:
+    for size in range(1, 5):
+        for combination in itertools.product(DECISIONS, repeat=size):
+            expected = next(d for d in ("deny", "ask", "allow") if d in combination)
+            assert merge_decisions(*combination) == expected, combination
+
+
+def test_merge_of_no_decisions_is_allow() -> None:
+    assert merge_decisions() == "allow"
+
+
+# --- defaults and modes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "tool", "expected"),
+    [
+        ("ask", "read_file", "allow"),
+        ("ask", "write_file", "ask"),
+        ("ask", "bash", "ask"),
+        ("accept-edits", "read_file", "allow"),
+        ("accept-edits", "write_file", "allow"),
+        ("accept-edits", "bash", "ask"),
+        ("auto", "read_file", "allow"),
+        ("auto", "write_file", "allow"),
+        ("auto", "bash", "allow"),
+    ],
+)
+def test_mode_default_for_each_effect(workspace: Path, mode: str, tool: str, expected: str) -> None:
+    policy = PermissionPolicy(workspace, mode=mode)  # type: ignore[arg-type]
+    arguments = {"command": "ls"} if tool == "bash" else {"path": "notes.txt"}
+    record = policy.decide(parse(tool, **arguments))
+    assert (record.decision, record.source) == (expected, "default")
+
+
+def test_unknown_mode_is_rejected_at_construction(workspace: Path) -> None:
+    with pytest.raises(ValueError, match="'yolo'"):
+        PermissionPolicy(workspace, mode="yolo")  # type: ignore[arg-type]
+
+
+# --- rules ----------------------------------------------------------------------------------
+
+
+def test_allow_rule_lifts_the_ask_for_matching_commands_only(workspace: Path) -> None:
+    rule = PermissionRule(tool="bash", pattern="^git (status|diff|log)", behavior="allow")
+    policy = PermissionPolicy(workspace, rules=[rule])
+    assert policy.decide(parse("bash", command="git status --short")).decision == "allow"
+    assert policy.decide(parse("bash", command="git push")).decision == "ask"
+
+
+def test_deny_rule_still_applies_in_auto_mode(workspace: Path) -> None:
+    rule = PermissionRule(tool="bash", pattern=r"\brm\b", behavior="deny")
+    policy = PermissionPolicy(workspace, mode="auto", rules=[rule])
+    record = policy.decide(parse("bash", command="rm -rf build"))
+    assert (record.decision, record.source) == ("deny", "rule")
+    assert "rm" in record.reason
+
+
+def test_ask_rule_makes_a_read_ask(workspace: Path) -> None:
+    rule = PermissionRule(tool="read_file", pattern=r"\.env$", behavior="ask")
+    policy = PermissionPolicy(workspace, mode="auto", rules=[rule])
+    assert policy.decide(parse("read_file", path="config/.env")).decision == "ask"
+    assert policy.decide(parse("read_file", path="README.md")).decision == "allow"
+
+
+def test_rule_without_pattern_covers_every_call_of_its_tool(workspace: Path) -> None:
+    policy = PermissionPolicy(workspace, rules=[PermissionRule(tool="bash", behavior="allow")])
+    assert policy.decide(parse("bash", command="make test")).decision == "allow"
+    assert policy.decide(parse("write_file", path="a.txt")).decision == "ask"
+
+
+def test_star_rule_covers_every_tool(workspace: Path) -> None:
+    rule = PermissionRule(tool="*", pattern="secret", behavior="deny")
+    policy = PermissionPolicy(workspace, mode="auto", rules=[rule])
+    assert policy.decide(parse("read_file", path="secret.txt")).decision == "deny"
+    assert policy.decide(parse("bash", command="cat secret.txt")).decision == "deny"
+    assert policy.decide(parse("bash", command="ls")).decision == "allow"
+
+
+def test_path_rule_also_matches_the_normalised_workspace_path(workspace: Path) -> None:
+    rule = PermissionRule(tool="write_file", pattern="^secrets/", behavior="deny")
+    policy = PermissionPolicy(workspace, mode="auto", rules=[rule])
+    for spelling in (
+        "secrets/key",
+        "./secrets/key",
+        "src/../secrets/key",
+        str(workspace / "secrets/key"),
+    ):
+        assert policy.decide(parse("write_file", path=spelling)).decision == "deny", spelling
+
+
+def test_strictest_of_several_matching_rules_wins(workspace: Path) -> None:
+    rules = [
+        PermissionRule(tool="bash", pattern="^git", behavior="allow"),
+        PermissionRule(tool="bash", pattern="push", behavior="deny"),
+    ]
+    policy = PermissionPolicy(workspace, rules=rules)
+    record = policy.decide(parse("bash", command="git push --force"))
+    assert record.decision == "deny"
+    assert "push" in record.reason
+
+
+def test_rule_with_a_bad_regex_is_a_clear_config_error() -> None:
+    with pytest.raises(ValidationError, match=r"'\(unclosed' is not a valid regex"):
+        PermissionRule(tool="bash", pattern="(unclosed", behavior="allow")
+
+
+def test_rule_with_an_unknown_behavior_is_rejected() -> None:
+    with pytest.raises(ValidationError, match="behavior"):
+        PermissionRule.model_validate({"tool": "bash", "behavior": "maybe"})
+
+
+def test_rules_load_from_the_documented_toml() -> None:
+    text = """
+[[permissions.rules]]
+tool = "bash"
+pattern = "^git (status|diff|log)"   # regex on the command / path
+behavior = "allow"
+"""
+    (table,) = tomllib.loads(text)["permissions"]["rules"]
+    assert PermissionRule.model_validate(table) == PermissionRule(
+        tool="bash", pattern="^git (status|diff|log)", behavior="allow"
+    )
+
+
+# --- hard boundaries --------------------------------------------------------------------
+
+
+def _escaping_paths(workspace: Path) -> list[str]:
+    (workspace / ".git").mkdir()
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "sneaky").symlink_to(workspace / ".git")
+    (workspace / "config-link").symlink_to(workspace / ".agent_tutorial")
+    return [
+        "../x",
+        str(workspace.parent / "outside.txt"),
+        "/etc/passwd",
+        ".git/config",
+        "sub/../.git/hooks/pre-commit",
+        ".agent_tutorial/config.toml",
+        "docs/sneaky/config",
+        "config-link/config.toml",
+        "vendor/lib/.git/config",
+        ".GIT/config",
+    ]
+
+
+@pytest.mark.parametrize("mode", ["ask", "accept-edits", "auto"])
+def test_writes_outside_or_into_protected_directories_are_denied_in_every_mode(
+    workspace: Path, mode: str
+) -> None:
+    allow_everything = PermissionRule(tool="*", behavior="allow")
+    approver = ScriptedApprover()  # must never be asked
+    policy = PermissionPolicy(workspace, mode=mode, rules=[allow_everything], approver=approver)  # type: ignore[arg-type]
+    for path in _escaping_paths(workspace):
+        record = policy.decide(parse("write_file", path=path))
+        assert (record.decision, record.source) == ("deny", "boundary"), path
+        assert policy.before_call(parse("write_file", path=path)) == ToolResult(
+            content=f"Error [permission_denied]: {record.reason}",
+            is_error=True,
+            error_code="permission_denied",
+        )
+    assert approver.requests == []
+
+
+def test_boundary_denial_says_which_directory_is_protected(workspace: Path) -> None:
+    policy = PermissionPolicy(workspace, mode="auto")
+    record = policy.decide(parse("write_file", path=".agent_tutorial/config.toml"))
+    assert ".agent_tutorial/" in record.reason
+    assert "no mode or rule" in record.reason
+
+
+def test_remembered_approval_does_not_lift_a_boundary(workspace: Path) -> None:
+    policy = PermissionPolicy(workspace, approver=ScriptedApprover("always"))
+    assert policy.before_call(parse("write_file", path="ok.txt")) == parse(
+        "write_file", path="ok.txt"
+    )
+    assert policy.decide(parse("write_file", path=".git/config")).decision == "deny"
+
+
+def test_reading_inside_git_is_not_a_write_and_stays_allowed(workspace: Path) -> None:
+    policy = PermissionPolicy(workspace)
+    assert policy.decide(parse("read_file", path=".git/config")).decision == "allow"
+
+
+def test_a_write_inside_the_workspace_is_allowed_in_auto_mode(workspace: Path) -> None:
+    policy = PermissionPolicy(workspace, mode="auto")
+    assert policy.decide(parse("write_file", path="src/git/notes.txt")).decision == "allow"
+
+
+# --- asking -------------------------------------------------------------------------------
+
+
+def test_without_an_approver_a_write_is_denied_and_the_model_learns_the_flag(
+    workspace: Path,
+) -> None:
+    policy = PermissionPolicy(workspace)
+    result = policy.before_call(parse("write_file", path="a.txt", content="x"))
+    assert isinstance(result, ToolResult)
+    assert result.error_code == "permission_denied"
+    assert "no terminal" in result.content
+    assert "--permission-mode accept-edits" in result.content
+
+
+def test_without_an_approver_bash_points_to_auto_mode(workspace: Path) -> None:
+    record = PermissionPolicy(workspace).authorize(parse("bash", command="make"))
+    assert (record.decision, record.source) == ("deny", "no-terminal")
+    assert "--permission-mode auto" in record.reason
+    assert "accept-edits" not in record.reason
+
+
+def test_without_an_approver_an_ask_rule_does_not_suggest_a_mode(workspace: Path) -> None:
+    rule = PermissionRule(tool="read_file", pattern=r"\.env$", behavior="ask")
+    policy = PermissionPolicy(workspace, mode="auto", rules=[rule])
+    record = policy.authorize(parse("read_file", path=".env"))
+    assert record.decision == "deny"
+    assert "--permission-mode" not in record.reason
+    assert "change the rule or hook that asks" in record.reason
+
+
+def test_approval_request_carries_the_call(workspace: Path) -> None:
+    approver = ScriptedApprover("yes")
+    policy = PermissionPolicy(workspace, approver=approver)
+    parsed = parse("write_file", path="a.txt", content="hello")
+    assert policy.before_call(parsed) is parsed
+    (request,) = approver.requests
+    assert request.tool_name == "write_file"
+    assert request.subject == "a.txt"
+    assert request.arguments == {"path": "a.txt", "content": "hello"}
+    assert "write" in request.reason
+
+
+def test_user_saying_no_denies_with_a_reason_the_model_can_read(workspace: Path) -> None:
+    policy = PermissionPolicy(workspace, approver=ScriptedApprover("no"))
+    result = policy.before_call(parse("bash", command="make deploy"))
+    assert isinstance(result, ToolResult)
+    assert result.content == "Error [permission_denied]: the user declined this bash call"
+
+
+def test_yes_approves_only_that_call(workspace: Path) -> None:
+    approver = ScriptedApprover("yes", "no")
+    policy = PermissionPolicy(workspace, approver=approver)
+    assert policy.authorize(parse("write_file", path="a.txt")).decision == "allow"
+    assert policy.authorize(parse("write_file", path="a.txt")).decision == "deny"
+    assert len(approver.requests) == 2
+
+
+def test_always_for_a_file_tool_covers_later_calls_of_that_tool(workspace: Path) -> None:
+    approver = ScriptedApprover("always")
+    policy = PermissionPolicy(workspace, approver=approver)
+    assert policy.authorize(parse("write_file", path="a.txt")).decision == "allow"
+    record = policy.authorize(parse("write_file", path="b/c.txt"))
+    assert (record.decision, record.source) == ("allow", "session")
+    assert len(approver.requests) == 1
+
+
+def test_always_for_bash_covers_only_that_exact_command(workspace: Path) -> None:
+    approver = ScriptedApprover("always", "no")
+    policy = PermissionPolicy(workspace, approver=approver)
+    assert policy.authorize(parse("bash", command="git status")).decision == "allow"
+    assert policy.authorize(parse("bash", command="git status")).decision == "allow"
+    assert policy.authorize(parse("bash", command="git status; rm -rf ~")).decision == "deny"
+    assert [r.subject for r in approver.requests] == ["git status", "git status; rm -rf ~"]
+
+
+def test_remembered_approval_does_not_lift_a_deny_rule(workspace: Path) -> None:
+    rule = PermissionRule(tool="write_file", pattern=r"\.lock$", behavior="deny")
+    policy = PermissionPolicy(workspace, rules=[rule], approver=ScriptedApprover("always"))
+    assert policy.authorize(parse("write_file", path="a.txt")).decision == "allow"
+    assert policy.authorize(parse("write_file", path="poetry.lock")).decision == "deny"
+
+
+def test_every_final_decision_is_reported(workspace: Path) -> None:
+    seen: list[DecisionRecord] = []
+    policy = PermissionPolicy(workspace, approver=ScriptedApprover("no"), on_decision=seen.append)
+    policy.before_call(parse("read_file", "call_a", path="a.txt"))
+    policy.before_call(parse("bash", "call_b", command="make"))
+    assert [(r.call_id, r.tool_name, r.decision, r.source) for r in seen] == [
+        ("call_a", "read_file", "allow", "default"),
+        ("call_b", "bash", "deny", "user"),
+    ]
+
+
+def test_decide_neither_asks_nor_reports(workspace: Path) -> None:
+    seen: list[DecisionRecord] = []
+    approver = ScriptedApprover()
+    policy = PermissionPolicy(workspace, approver=approver, on_decision=seen.append)
+    assert policy.decide(parse("bash", command="make")).decision == "ask"
+    assert (seen, approver.requests) == ([], [])
+
+
+def test_after_call_passes_the_result_through(workspace: Path) -> None:
+    result = tool_success("done")
+    assert PermissionPolicy(workspace).after_call(parse("bash", command="ls"), result) is result
+
+
+# --- in the loop ------------------------------------------------------------------------
+
+
+def test_denied_write_in_the_loop_is_a_paired_error_and_nothing_is_written(
+    workspace: Path,
+) -> None:
+    write = tool_call("call_w", "write_file", '{"path": "a.txt", "content": "x"}')
+    model = ScriptedModel([tool_reply(write), text_reply("gave up")])
+    runner = AgentRunner(model, make_tools(), guards=[PermissionPolicy(workspace)])
+    assert runner.run("write a.txt").final_text == "gave up"
+    validate_tool_pairing(runner.history)
+    tool_result = next(m for m in runner.history if isinstance(m, ToolMessage))
+    assert tool_result.content.startswith("Error [permission_denied]: write_file needs")
+    assert not (workspace / "a.txt").exists()
+
+
+def test_accept_edits_lets_the_write_through_in_the_loop(workspace: Path) -> None:
+    write = tool_call("call_w", "write_file", '{"path": "a.txt", "content": "x"}')
+    model = ScriptedModel([tool_reply(write), text_reply("done")])
+    policy = PermissionPolicy(workspace, mode="accept-edits")
+    AgentRunner(model, make_tools(), guards=[policy]).run("write a.txt")
+    assert (workspace / "a.txt").read_text() == "x"
+
+
+# --- the terminal prompt ------------------------------------------------------------------
+
+
+def scripted_lines(
+    *lines: str | type[BaseException],
+) -> tuple[list[str], Callable[[str], str]]:
+    prompts: list[str] = []
+    remaining = list(lines)
+
+    def read_line(prompt: str) -> str:
+        prompts.append(prompt)
+        line = remaining.pop(0)
+        if isinstance(line, type):
+            raise line()
+        return line
+
+    return prompts, read_line
+
+
+def make_approver(
+    *lines: str | type[BaseException],
+) -> tuple[TerminalApprover, io.StringIO, list[str]]:
+    output = io.StringIO()
+    console = Console(file=output, width=100, color_system=None)
+    prompts, read_line = scripted_lines(*lines)
+    return TerminalApprover(console, read_line=read_line), output, prompts
+
+
+def request(tool: str = "bash", **arguments: str) -> ApprovalRequest:
+    subject = arguments.get("command", arguments.get("path", ""))
+    return ApprovalRequest(tool, subject, arguments, reason="execute tools get 'ask'")
+
+
+@pytest.mark.parametrize(
+    ("line", "answer"),
+    [
+        ("y", "yes"),
+        ("YES", "yes"),
+        ("n", "no"),
+        ("a", "always"),
+        (" always ", "always"),
+        ("", "no"),
+    ],
+)
+def test_terminal_answer_is_read_from_the_line(line: str, answer: str) -> None:
+    approver, _, prompts = make_approver(line)
+    assert approver.approve(request(command="ls")) == answer
+    assert prompts == ["Allow? [y]es / [n]o / [a]lways this session (Enter = no): "]
+
+
+@pytest.mark.parametrize("interruption", [EOFError, KeyboardInterrupt])
+def test_end_of_input_or_ctrl_c_means_no(interruption: type[BaseException]) -> None:
+    approver, _, _ = make_approver(interruption)
+    assert approver.approve(request(command="ls")) == "no"
+
+
+def test_unclear_answer_asks_again() -> None:
+    approver, output, prompts = make_approver("maybe", "y")
+    assert approver.approve(request(command="ls")) == "yes"
+    assert len(prompts) == 2
+    assert "Please answer y, n or a (got 'maybe')." in output.getvalue()
+
+
+def test_three_unclear_answers_mean_no() -> None:
+    approver, _, prompts = make_approver("what", "huh", "eh", "y")
+    assert approver.approve(request(command="ls")) == "no"
+    assert len(prompts) == 3
+
+
+def test_bash_command_is_shown_in_full() -> None:
+    script = "\n".join(f"echo step{n}" for n in range(30))
+    approver, output, _ = make_approver("n")
+    approver.approve(request(command=script))
+    shown = output.getvalue()
+    assert "bash wants permission" in shown
+    assert all(f"echo step{n}" in shown for n in range(30))
+
+
+def test_long_file_content_is_abbreviated() -> None:
+    content = "\n".join(f"line {n}" for n in range(500))
+    approver, output, _ = make_approver("n")
+    approver.approve(request("write_file", path="big.txt", content=content))
+    shown = output.getvalue()
+    assert "big.txt" in shown
+    assert "line 11" in shown
+    assert re.search(r"line 12\b", shown) is None
+    assert f"(500 lines, {len(content.encode()):,} bytes in all)" in shown
+
+
+def test_brackets_in_arguments_are_shown_literally() -> None:
+    approver, output, _ = make_approver("n")
+    approver.approve(request(command="echo [bold]hi[/bold] [red]"))
+    assert "echo [bold]hi[/bold] [red]" in output.getvalue()
+
+
+def test_default_prompt_reads_stdin_and_shows_the_choices_literally(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("a\n"))
+    output = io.StringIO()
+    approver = TerminalApprover(Console(file=output, width=100, color_system=None))
+    assert approver.approve(request(command="ls")) == "always"
+    assert "Allow? [y]es / [n]o / [a]lways this session (Enter = no): " in output.getvalue()
