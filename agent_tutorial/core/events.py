@@ -74,6 +74,17 @@ class Notice:
 
 
 @dataclass(frozen=True, slots=True)
+class PermissionDecided:
+    """The permission policy decided about one call (chapter 3)."""
+
+    tool: str
+    subject: str
+    decision: Literal["allow", "ask", "deny"]
+    reason: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
 class NestedEvent:
     """An event from a subagent, shown indented under the parent's tool line."""
 
@@ -90,6 +101,7 @@ Event: TypeAlias = (
     | MessageAppended
     | CompactionApplied
     | Notice
+    | PermissionDecided
     | NestedEvent
 )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from agent_tutorial.core.events import (
@@ -194,6 +194,7 @@ class AgentRunner:
                 raise ContextOverflowError(
                     f"still too long after compacting ({again}); try /compact or a fresh session"
                 ) from again
+        reply = replace(reply, message=_with_unique_call_ids(reply.message, self.history))
         self.events.emit(ModelReplied(reply.message, reply.finish_reason, reply.usage))
         self._check_finish(reply)
         return reply
@@ -281,3 +282,30 @@ class AgentRunner:
 
 def _processing_error(reason: str) -> ToolResult:
     return tool_error("tool_result_processing_error", reason)
+
+
+def _with_unique_call_ids(
+    message: AssistantMessage, history: Sequence[ChatMessage]
+) -> AssistantMessage:
+    """Renames call ids already used in the history or earlier in the same message.
+
+    Some servers number calls `call_0`, `call_1`… afresh every turn; pairing needs each id
+    once per history, and a repeated id would leave canonical history unusable.
+    """
+    if not message.tool_calls:
+        return message
+    taken = {
+        call.id
+        for item in history
+        if isinstance(item, AssistantMessage)
+        for call in item.tool_calls
+    }
+    calls: list[ToolCall] = []
+    for call in message.tool_calls:
+        call_id, suffix = call.id, 1
+        while call_id in taken:
+            suffix += 1
+            call_id = f"{call.id}_{suffix}"
+        taken.add(call_id)
+        calls.append(call if call_id == call.id else replace(call, id=call_id))
+    return replace(message, tool_calls=tuple(calls))
