@@ -1,0 +1,265 @@
+"""Compaction layer 1 on disk: artifact ids, the `.agent_tutorial/artifacts` directory, and
+files published atomically and exclusively, so a persisted result is never half-written,
+never overwrites anything and never lands outside the workspace.
+
+Also the compaction error family, which every layer raises.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_tutorial.core.loop import ProcessorError
+from agent_tutorial.core.tools import ToolResult
+
+STATE_DIRECTORY = ".agent_tutorial"
+ARTIFACTS_DIRECTORY = "artifacts"
+ARTIFACTS_RELATIVE_PATH = f"{STATE_DIRECTORY}/{ARTIFACTS_DIRECTORY}"
+
+_ARTIFACT_ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+_MAX_ID_LENGTH = 96
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class CompactionError(ProcessorError):
+    """Compaction could not do its work; nothing it had started to write is left behind."""
+
+
+class ArtifactPathError(CompactionError):
+    """An artifact id or directory is unsafe: a bad id, or a symlink, file or escape."""
+
+
+class ArtifactConflictError(CompactionError):
+    """An artifact with that name already exists; artifacts are never overwritten."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactReference:
+    """Where one published artifact lives and how many bytes it holds."""
+
+    path: Path
+    relative_path: str
+    original_bytes: int
+
+
+def validate_artifact_id(artifact_id: str) -> str:
+    """Return `artifact_id` if it is a lowercase slug of at most 96 characters."""
+    if len(artifact_id) > _MAX_ID_LENGTH or not _ARTIFACT_ID.fullmatch(artifact_id):
+        raise ArtifactPathError(
+            f"artifact id {artifact_id!r} must match ^[a-z0-9]+(-[a-z0-9]+)*$ "
+            f"and be at most {_MAX_ID_LENGTH} characters"
+        )
+    return artifact_id
+
+
+def _uuid_hex() -> str:
+    return uuid.uuid4().hex
+
+
+class ArtifactStore:
+    """Publishes files into `<workspace>/.agent_tutorial/artifacts/`.
+
+    Directories are opened one level at a time with `O_NOFOLLOW`, so a symlinked or
+    non-directory `.agent_tutorial` or `artifacts` is refused instead of followed.
+    """
+
+    def __init__(self, workspace: Path, id_generator: Callable[[], str] | None = None) -> None:
+        self.workspace = Path(workspace).resolve()
+        self._id_generator = id_generator or _uuid_hex
+
+    def new_id(self) -> str:
+        return validate_artifact_id(self._id_generator())
+
+    def reference(self, name: str, original_bytes: int) -> ArtifactReference:
+        return ArtifactReference(
+            path=self.workspace / STATE_DIRECTORY / ARTIFACTS_DIRECTORY / name,
+            relative_path=f"{ARTIFACTS_RELATIVE_PATH}/{name}",
+            original_bytes=original_bytes,
+        )
+
+    def publish(self, files: Sequence[tuple[str, bytes]]) -> tuple[ArtifactReference, ...]:
+        """Write every (name, bytes) pair, or none of them: on any failure the files this
+        call already published are removed again."""
+        directory = self._open_artifacts_directory()
+        published: list[str] = []
+        try:
+            for name, data in files:
+                self._publish_one(directory, name, data)
+                published.append(name)
+            _sync_directory(directory)
+        except BaseException:
+            for name in published:
+                with suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=directory)
+            raise
+        finally:
+            os.close(directory)
+        return tuple(self.reference(name, len(data)) for name, data in files)
+
+    def _publish_one(self, directory: int, name: str, data: bytes) -> None:
+        relative = f"{ARTIFACTS_RELATIVE_PATH}/{name}"
+        temporary = f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            _write_durably(directory, temporary, data)
+            _link_exclusively(directory, temporary, name, relative)
+        except OSError as error:
+            raise CompactionError(
+                f"could not write {relative}: {error.strerror or error}"
+            ) from error
+        finally:
+            with suppress(FileNotFoundError):
+                os.unlink(temporary, dir_fd=directory)
+
+    def _open_artifacts_directory(self) -> int:
+        try:
+            workspace = os.open(self.workspace, _DIRECTORY_FLAGS)
+        except OSError as error:
+            raise ArtifactPathError(
+                f"workspace {str(self.workspace)!r} is not a directory"
+            ) from error
+        try:
+            state = _open_real_subdirectory(workspace, STATE_DIRECTORY, STATE_DIRECTORY)
+        finally:
+            os.close(workspace)
+        try:
+            return _open_real_subdirectory(state, ARTIFACTS_DIRECTORY, ARTIFACTS_RELATIVE_PATH)
+        finally:
+            os.close(state)
+
+
+def _open_real_subdirectory(parent: int, name: str, shown_as: str) -> int:
+    """Open (creating if needed) a directory entry that must be a real directory."""
+    try:
+        os.mkdir(name, 0o700, dir_fd=parent)
+    except FileExistsError:
+        pass
+    except OSError as error:
+        raise CompactionError(f"could not create {shown_as}: {error.strerror or error}") from error
+    try:
+        return os.open(name, _DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise ArtifactPathError(
+                f"{shown_as} must be a real directory inside the workspace "
+                "(not a symlink or a file)"
+            ) from error
+        raise CompactionError(f"could not open {shown_as}: {error.strerror or error}") from error
+
+
+def _sync_directory(directory: int) -> None:
+    """Make the new directory entries durable too."""
+    try:
+        os.fsync(directory)
+    except OSError as error:
+        shown = ARTIFACTS_RELATIVE_PATH
+        raise CompactionError(f"could not sync {shown}: {error.strerror or error}") from error
+
+
+def _write_durably(directory: int, name: str, data: bytes) -> None:
+    descriptor = os.open(name, _NEW_FILE_FLAGS, 0o600, dir_fd=directory)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def _link_exclusively(directory: int, source: str, name: str, shown_as: str) -> None:
+    # A hard link publishes the complete file under its name and fails if the name
+    # exists: an atomic rename that never replaces anything.
+    try:
+        os.link(source, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except FileExistsError as error:
+        raise ArtifactConflictError(
+            f"{shown_as} already exists; artifacts are never overwritten"
+        ) from error
+
+
+def tool_result_file_name(artifact_id: str) -> str:
+    return f"tool-result-{artifact_id}.txt"
+
+
+def transcript_file_name(artifact_id: str) -> str:
+    return f"transcript-{artifact_id}.jsonl"
+
+
+def results_to_persist(sizes: Sequence[int], *, threshold: int, batch_budget: int) -> list[int]:
+    """Indexes (in result order) of the results layer 1 persists: every result larger than
+    `threshold`, then the largest remaining (ties in order) until the rest fits the budget."""
+    chosen = {index for index, size in enumerate(sizes) if size > threshold}
+    inline_total = sum(size for index, size in enumerate(sizes) if index not in chosen)
+    remaining = sorted(
+        (index for index in range(len(sizes)) if index not in chosen),
+        key=lambda index: (-sizes[index], index),
+    )
+    for index in remaining:
+        if inline_total <= batch_budget:
+            break
+        chosen.add(index)
+        inline_total -= sizes[index]
+    return sorted(chosen)
+
+
+def persisted_result(
+    result: ToolResult,
+    content_bytes: bytes,
+    reference: ArtifactReference,
+    *,
+    head_bytes: int,
+    tail_bytes: int,
+) -> ToolResult:
+    """The result the model sees instead of a persisted one; errors stay errors."""
+    block = persisted_block(content_bytes, reference, head_bytes=head_bytes, tail_bytes=tail_bytes)
+    if not result.is_error:
+        return ToolResult(content=block)
+    if result.error_code is not None:
+        block = f"Error [{result.error_code}]: the output was too large to show inline\n{block}"
+    return ToolResult(content=block, is_error=True, error_code=result.error_code)
+
+
+def persisted_block(
+    content_bytes: bytes, reference: ArtifactReference, *, head_bytes: int, tail_bytes: int
+) -> str:
+    head_end = utf8_head_end(content_bytes, head_bytes)
+    tail_start = utf8_tail_start(content_bytes, tail_bytes, not_before=head_end)
+    return (
+        "<persisted-tool-result>\n"
+        f"path: {reference.relative_path}\n"
+        f"original_bytes: {reference.original_bytes}\n"
+        "head_preview:\n"
+        f"{content_bytes[:head_end].decode()}\n"
+        "tail_preview:\n"
+        f"{content_bytes[tail_start:].decode()}\n"
+        "</persisted-tool-result>"
+    )
+
+
+def utf8_head_end(data: bytes, limit: int) -> int:
+    """End of the longest prefix of at most `limit` bytes that ends on a character boundary."""
+    if limit >= len(data):
+        return len(data)
+    end = limit
+    while end > 0 and _is_continuation_byte(data[end]):
+        end -= 1
+    return end
+
+
+def utf8_tail_start(data: bytes, limit: int, *, not_before: int) -> int:
+    """Start of the longest suffix of at most `limit` bytes that starts on a character
+    boundary and does not reach back before `not_before`."""
+    start = max(len(data) - limit, not_before)
+    while start < len(data) and _is_continuation_byte(data[start]):
+        start += 1
+    return start
+
+
+def _is_continuation_byte(byte: int) -> bool:
+    return byte & 0b1100_0000 == 0b1000_0000
