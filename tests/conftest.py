@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,3 +33,36 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
     return root
+
+
+TEST_API_KEY = "sk-test-secret-0123456789"
+
+
+@dataclass
+class CliRun:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(workspace: Path, loopback: LoopbackServer) -> Callable[..., CliRun]:
+    """Runs `agent-tutorial ARGS` in-process against the loopback server, in `workspace`."""
+    from typer.testing import CliRunner
+
+    from agent_tutorial.cli import app
+
+    def invoke(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliRun:
+        runner = CliRunner()
+        environment = {
+            "OPENAI_BASE_URL": loopback.base_url,
+            "OPENAI_API_KEY": TEST_API_KEY,
+            "AGENT_TUTORIAL_MODEL": "loopback-model",
+            **(env or {}),
+        }
+        result = runner.invoke(app, list(args), input=input, env=environment)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return CliRun(result.exit_code, result.stdout, result.stderr)
+
+    return invoke

@@ -1,0 +1,237 @@
+"""The composition root: turns a chapter profile into a ready `AgentRunner`.
+
+Each capability contributes tools, prompt text, guards or processors; this is the one
+place that asks `Capability.X in profile`. Nothing else knows which chapter it runs in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent_tutorial.config import Settings
+from agent_tutorial.core.events import EventBus, Notice, PermissionDecided
+from agent_tutorial.core.hooks import HookGuard, HookRegistry
+from agent_tutorial.core.loop import AgentRunner, CallGuard, RequestGuidance, TurnGuard
+from agent_tutorial.core.messages import ChatMessage
+from agent_tutorial.core.model import ModelClient
+from agent_tutorial.core.permissions import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    Approver,
+    DecisionRecord,
+    PermissionPolicy,
+)
+from agent_tutorial.core.tools import ToolRegistry
+from agent_tutorial.features.builtin_tools import bash_tool, file_tools, search_tools
+from agent_tutorial.features.compaction import CompactionManager, ModelHistorySummarizer
+from agent_tutorial.features.skills import SkillRegistry, load_skill_tool
+from agent_tutorial.features.subagents import (
+    SUBAGENT_MAX_TURNS,
+    NestingSink,
+    subagent_tools,
+    task_tool,
+)
+from agent_tutorial.features.todos import (
+    TodoItem,
+    TodoReminder,
+    TodoTracker,
+    render_plan,
+    todo_write_tool,
+)
+from agent_tutorial.profiles import Capability, ChapterProfile
+
+BASE_PROMPT = """\
+You are agent-tutorial, a coding agent working in the user's project at {workspace}.
+Use the tools to inspect the project before you answer; never guess file contents.
+Keep answers short and concrete. When you are done, answer without calling a tool."""
+
+CHAPTER_GUIDANCE = {
+    Capability.FILE_TOOLS: "Prefer read_file, glob and grep over shell commands for reading.",
+    Capability.PERMISSIONS: "Some calls need the user's approval; if one is denied, say so "
+    "and do not retry it unchanged.",
+    Capability.TODOS: "For work with several steps, keep a plan with todo_write and update it "
+    "as you go.",
+    Capability.SUBAGENTS: "Delegate a self-contained investigation with task; the helper "
+    "starts fresh, so give it everything it needs in the prompt.",
+    Capability.COMPACTION: "Large tool results are saved to .agent_tutorial/artifacts and "
+    "shown as previews; read the file with read_file if you need more of it.",
+}
+# A subagent has neither todo_write nor task, so it is not told to use them.
+PARENT_ONLY_GUIDANCE = frozenset({Capability.TODOS, Capability.SUBAGENTS})
+
+
+@dataclass
+class Agent:
+    """A runner plus the features a front end (CLI, REPL) needs to reach directly."""
+
+    runner: AgentRunner
+    profile: ChapterProfile
+    events: EventBus
+    workspace: Path
+    compaction: CompactionManager | None = None
+    todos: TodoTracker | None = None
+    skills: SkillRegistry | None = None
+
+
+@dataclass
+class AgentDeps:
+    model: ModelClient
+    workspace: Path
+    settings: Settings
+    approver: Approver | None = None
+    events: EventBus = field(default_factory=EventBus)
+    history: Sequence[ChatMessage] = ()
+    max_turns: int | None = None
+
+
+def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
+    workspace, events = deps.workspace, deps.events
+    tools = ToolRegistry()
+    agent = Agent(
+        runner=AgentRunner(deps.model, tools),  # replaced below once every part exists
+        profile=profile,
+        events=events,
+        workspace=workspace,
+    )
+    _add_core_tools(profile, tools, workspace)
+    guards, turn_guards = _guards(profile, deps)
+    guidance: list[RequestGuidance] = []
+    if Capability.TODOS in profile:
+        agent.todos = TodoTracker(on_change=lambda items: _show_plan(events, items))
+        tools.register(todo_write_tool(agent.todos))
+        guidance.append(TodoReminder(agent.todos))
+    if Capability.SUBAGENTS in profile:
+        tools.register(task_tool(lambda _description: _child_runner(deps, agent, guards)))
+    if Capability.SKILLS in profile:
+        agent.skills = _discover_skills(workspace, events)
+        tools.register(load_skill_tool(agent.skills))
+    if Capability.COMPACTION in profile:
+        agent.compaction = CompactionManager(
+            workspace, ModelHistorySummarizer(deps.model), on_event=events.emit
+        )
+    agent.runner = AgentRunner(
+        deps.model,
+        tools,
+        system_prompt=_system_prompt(agent),
+        max_turns=deps.max_turns or deps.settings.max_turns,
+        history_processor=agent.compaction,
+        tool_result_processor=agent.compaction,
+        overflow_recovery=agent.compaction,
+        guards=guards,
+        guidance=guidance,
+        turn_guards=turn_guards,
+        events=events,
+        history=deps.history,
+    )
+    return agent
+
+
+def _system_prompt(agent: Agent, *, subagent: bool = False) -> str:
+    """The base prompt, one line of guidance per capability, and the skill catalog."""
+    parts = [BASE_PROMPT.format(workspace=agent.workspace)]
+    parts += [
+        text
+        for capability, text in CHAPTER_GUIDANCE.items()
+        if capability in agent.profile and not (subagent and capability in PARENT_ONLY_GUIDANCE)
+    ]
+    if agent.skills is not None:
+        parts.append(agent.skills.catalog_text())
+    return "\n\n".join(part for part in parts if part)
+
+
+def _show_plan(events: EventBus, items: tuple[TodoItem, ...]) -> None:
+    events.emit(Notice("info", "Plan:\n" + (render_plan(items) or "(cleared)")))
+
+
+def _add_core_tools(profile: ChapterProfile, tools: ToolRegistry, workspace: Path) -> None:
+    if Capability.BASH in profile:
+        tools.register(bash_tool(workspace))
+    if Capability.FILE_TOOLS in profile:
+        for tool in file_tools(workspace):
+            tools.register(tool)
+    if Capability.SEARCH_TOOLS in profile:
+        for tool in search_tools(workspace):
+            tools.register(tool)
+
+
+def _guards(profile: ChapterProfile, deps: AgentDeps) -> tuple[list[CallGuard], list[TurnGuard]]:
+    """Chapter 3's policy alone, or chapter 4's hook guard wrapping it (hooks recommend,
+    the policy decides)."""
+    policy = None
+    if Capability.PERMISSIONS in profile:
+        policy = PermissionPolicy(
+            deps.workspace,
+            mode=deps.settings.permission_mode,
+            rules=deps.settings.permissions.rules,
+            approver=_announcing(deps.approver, deps.events),
+            on_decision=lambda record: _report_decision(deps.events, record),
+        )
+    if Capability.HOOKS in profile:
+        registry = HookRegistry.from_config(deps.settings.hooks, deps.workspace)
+        hook_guard = HookGuard(registry, policy, events=deps.events)
+        return [hook_guard], [hook_guard]
+    return ([policy] if policy else []), []
+
+
+@dataclass(frozen=True)
+class AnnouncingApprover:
+    """Reports each question as an "ask" decision before the user sees it. The session log
+    records that the user was asked, and the terminal stops its spinner, which would
+    otherwise redraw over the approval prompt."""
+
+    approver: Approver
+    events: EventBus
+
+    def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.events.emit(
+            PermissionDecided(
+                tool=request.tool_name,
+                subject=request.subject,
+                decision="ask",
+                reason=request.reason,
+                source="approval",
+            )
+        )
+        return self.approver.approve(request)
+
+
+def _announcing(approver: Approver | None, events: EventBus) -> Approver | None:
+    return None if approver is None else AnnouncingApprover(approver, events)
+
+
+def _report_decision(events: EventBus, record: DecisionRecord) -> None:
+    events.emit(
+        PermissionDecided(
+            tool=record.tool_name,
+            subject=record.subject,
+            decision=record.decision,
+            reason=record.reason,
+            source=record.source,
+        )
+    )
+
+
+def _child_runner(deps: AgentDeps, parent: Agent, guards: Sequence[CallGuard]) -> AgentRunner:
+    """A fresh runner for `task`: same model, policy and hooks, its own history, and the
+    parent's tools minus `task` (no recursion) and `todo_write` (the plan is the parent's),
+    and the parent's system prompt without the guidance for those two (it keeps the skill
+    catalog, since it keeps `load_skill`). Large results are still persisted, so a child
+    cannot flood its own context."""
+    return AgentRunner(
+        deps.model,
+        subagent_tools(parent.runner.tools),
+        system_prompt=_system_prompt(parent, subagent=True),
+        max_turns=SUBAGENT_MAX_TURNS,
+        tool_result_processor=parent.compaction,
+        guards=guards,
+        events=EventBus([NestingSink(deps.events, depth=1)]),
+    )
+
+
+def _discover_skills(workspace: Path, events: EventBus) -> SkillRegistry:
+    skills = SkillRegistry.discover(workspace)
+    for problem in skills.problems:
+        events.emit(Notice("warning", f"skill skipped: {problem}"))
+    return skills

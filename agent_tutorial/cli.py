@@ -1,0 +1,348 @@
+"""The `agent-tutorial` command line: `run` one prompt (or open the REPL), and inspect
+artifacts and sessions. This is the edge where errors become one-line messages and exit
+codes: 0 done, 1 runtime failure, 2 usage or configuration error, 130 interrupted."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import orjson
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from agent_tutorial.approval import TerminalApprover
+from agent_tutorial.config import (
+    DEMO_MODEL,
+    ConfigError,
+    Settings,
+    load_settings,
+    missing_settings,
+)
+from agent_tutorial.conversation import Conversation, ConversationSetup
+from agent_tutorial.core.loop import AgentRunError, RunResult, TurnInterrupted
+from agent_tutorial.core.messages import to_wire
+from agent_tutorial.core.model import ModelClient, ModelError
+from agent_tutorial.features.artifact_catalog import (
+    ArtifactLookupError,
+    artifacts_older_than,
+    delete_artifacts,
+    find_artifact,
+    list_artifacts,
+    parse_age,
+)
+from agent_tutorial.features.sessions import (
+    SessionError,
+    find_session,
+    latest_session,
+    list_sessions,
+    load_session,
+)
+from agent_tutorial.profiles import profile_for_chapter
+from agent_tutorial.render import (
+    RunSummary,
+    StreamJsonSink,
+    TerminalRenderer,
+    artifact_table,
+    format_bytes,
+    make_consoles,
+    messages_table,
+    rendering,
+    session_table,
+    transcript_records,
+)
+from agent_tutorial.repl import Repl
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="A terminal coding agent built one chapter at a time.",
+)
+
+
+class OutputFormat(StrEnum):
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
+class PermissionModeOption(StrEnum):
+    ask = "ask"
+    accept_edits = "accept-edits"
+    auto = "auto"
+
+
+ChapterOption = Annotated[
+    int, typer.Option("--chapter", "-c", min=1, max=8, help="Chapter profile 1–8.")
+]
+
+
+@app.command()
+def run(
+    chapter: ChapterOption = 8,
+    prompt: Annotated[
+        str | None, typer.Option("--prompt", "-p", help="Run once with this prompt.")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help=f"Model name, or '{DEMO_MODEL}' for the offline demo.")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
+    max_turns: Annotated[int | None, typer.Option(min=1, help="Model calls per prompt.")] = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--output-format", help="text, json or stream-json.")
+    ] = OutputFormat.text,
+    permission_mode: Annotated[
+        PermissionModeOption | None, typer.Option(help="ask, accept-edits or auto.")
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Same as --permission-mode auto.")
+    ] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every decision.")] = False,
+    no_color: Annotated[bool, typer.Option(help="Plain output without colour.")] = False,
+    continue_: Annotated[
+        bool, typer.Option("--continue", help="Resume the most recent session.")
+    ] = False,
+    resume: Annotated[str | None, typer.Option(help="Resume the session with this id.")] = None,
+) -> None:
+    """Run the agent once on a prompt (or on standard input when it is piped); without a
+    prompt on a terminal, open the REPL."""
+    out, err = make_consoles(no_color=no_color)
+    workspace = Path.cwd().resolve()
+    mode = "auto" if yes else (permission_mode.value if permission_mode else None)
+    flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "permission_mode": mode}
+    settings = _settings_or_exit(workspace, flags, err)
+    interactive = prompt is None and sys.stdin.isatty()
+    text = "" if interactive else _prompt_or_exit(prompt, err)
+    summary = RunSummary()
+    renderer = TerminalRenderer(
+        out,
+        err,
+        stream_answer=interactive or (output_format is OutputFormat.text and out.is_terminal),
+        verbose=verbose,
+        markdown=interactive,
+    )
+    json_lines = output_format is OutputFormat.stream_json
+    setup = ConversationSetup(
+        profile=profile_for_chapter(chapter),
+        settings=settings,
+        workspace=workspace,
+        model=_model_for(settings, workspace, chapter),
+        approver=TerminalApprover(err) if sys.stdin.isatty() and err.is_terminal else None,
+        sinks=[summary, StreamJsonSink(sys.stdout) if json_lines else renderer],
+    )
+    conversation = _open_or_exit(setup, _resume_path(workspace, continue_, resume, err), err)
+    try:
+        if interactive:
+            Repl(conversation, summary, renderer, model_name=settings.model or "").loop()
+            return
+        with rendering(renderer):
+            result = _run_or_exit(conversation, text, err)
+    finally:
+        conversation.close()
+    _print_result(result, summary, conversation, output_format, renderer)
+
+
+def _resume_path(
+    workspace: Path, latest: bool, session_id: str | None, err: Console
+) -> Path | None:
+    try:
+        if session_id is not None:
+            return find_session(workspace, session_id)
+        if latest:
+            path = latest_session(workspace)
+            if path is None:
+                _fail(err, "no saved session to continue in this workspace", EXIT_USAGE)
+            return path
+    except SessionError as error:
+        _fail(err, str(error), EXIT_USAGE)
+    return None
+
+
+def _open_or_exit(setup: ConversationSetup, resume: Path | None, err: Console) -> Conversation:
+    try:
+        return Conversation.open(setup, resume)
+    except SessionError as error:
+        _fail(err, f"cannot resume: {error}", EXIT_FAILURE)
+
+
+def _settings_or_exit(workspace: Path, flags: Mapping[str, object], err: Console) -> Settings:
+    try:
+        settings = load_settings(workspace, flags)
+    except ConfigError as error:
+        _fail(err, str(error), EXIT_USAGE)
+    missing = missing_settings(settings)
+    if missing:
+        _fail(
+            err,
+            f"missing setting(s): {', '.join(missing)}. Set them in the environment or in "
+            ".agent_tutorial/ (see .agent_tutorial.example/), or use --model demo.",
+            EXIT_USAGE,
+        )
+    return settings
+
+
+def _prompt_or_exit(prompt: str | None, err: Console) -> str:
+    if prompt is None and not sys.stdin.isatty():
+        prompt = sys.stdin.read()
+    if prompt is None:
+        _fail(err, "no prompt: pass --prompt TEXT or pipe one on standard input", EXIT_USAGE)
+    if not prompt.strip():
+        _fail(err, "the prompt is empty", EXIT_USAGE)
+    return prompt
+
+
+def _model_for(settings: Settings, workspace: Path, chapter: int) -> ModelClient:
+    if settings.is_demo:
+        from agent_tutorial.adapters.demo import DemoModel
+
+        return DemoModel(workspace, long_session=chapter == 8)
+    from agent_tutorial.adapters.openai_chat import OpenAIChatModel
+
+    key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"
+    return OpenAIChatModel(
+        base_url=settings.base_url or "",
+        api_key=key,
+        model=settings.model or "",
+        max_retries=settings.max_retries,
+        timeout_s=settings.request_timeout_s,
+    )
+
+
+def _run_or_exit(conversation: Conversation, prompt: str, err: Console) -> RunResult:
+    try:
+        return conversation.run(prompt)
+    except (TurnInterrupted, KeyboardInterrupt):
+        _fail(err, "interrupted", EXIT_INTERRUPTED)
+    except (AgentRunError, ModelError) as error:
+        _fail(err, str(error), EXIT_FAILURE)
+
+
+def _print_result(
+    result: RunResult,
+    summary: RunSummary,
+    conversation: Conversation,
+    output_format: OutputFormat,
+    renderer: TerminalRenderer,
+) -> None:
+    if output_format is OutputFormat.json:
+        record = {
+            "final_text": result.final_text,
+            "turns": result.turns,
+            "usage": {
+                "prompt_tokens": result.usage.prompt_tokens,
+                "completion_tokens": result.usage.completion_tokens,
+                "total_tokens": result.usage.total_tokens,
+            },
+            "chapter": conversation.agent.profile.chapter,
+            "session_id": conversation.session_id,
+            "tool_calls": summary.tool_calls,
+            "tool_errors": summary.tool_errors,
+            "compaction": summary.compaction,
+        }
+        sys.stdout.write(orjson.dumps(record, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif output_format is OutputFormat.text and not renderer.stream_answer:
+        sys.stdout.write(result.final_text.rstrip("\n") + "\n")
+
+
+def _fail(err: Console, message: str, code: int) -> NoReturn:
+    err.print(Text.assemble(("error: ", "bold red"), message), highlight=False)
+    raise typer.Exit(code)
+
+
+artifacts_app = typer.Typer(help="Chapter 8's persisted tool results and transcripts.")
+app.add_typer(artifacts_app, name="artifacts")
+
+
+@artifacts_app.command("list")
+def artifacts_list() -> None:
+    """Every artifact in .agent_tutorial/artifacts, newest first."""
+    out, _ = make_consoles()
+    found = list_artifacts(Path.cwd().resolve())
+    if not found:
+        out.print("no artifacts yet (chapter 8 writes them when results are large)")
+        return
+    out.print(artifact_table(found))
+
+
+@artifacts_app.command("show")
+def artifacts_show(
+    reference: Annotated[str, typer.Argument(help="An id, id prefix, file name or path.")],
+    raw: Annotated[bool, typer.Option(help="Print the stored bytes as they are.")] = False,
+) -> None:
+    """Print one artifact in full (a transcript as a table unless --raw)."""
+    out, err = make_consoles()
+    try:
+        info = find_artifact(Path.cwd().resolve(), reference)
+        data = info.path.read_bytes()
+    except (ArtifactLookupError, OSError) as error:
+        _fail(
+            err, str(error), EXIT_USAGE if isinstance(error, ArtifactLookupError) else EXIT_FAILURE
+        )
+    if raw or info.kind != "transcript":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    out.print(messages_table(transcript_records(data), title=info.relative_path))
+
+
+@artifacts_app.command("prune")
+def artifacts_prune(
+    older_than: Annotated[str, typer.Option(help="Age such as 12h, 7d or 2w.")] = "7d",
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete (default: dry run).")] = False,
+) -> None:
+    """Delete artifacts older than an age; only lists them unless --yes."""
+    out, err = make_consoles()
+    try:
+        age = parse_age(older_than)
+    except ValueError as error:
+        _fail(err, str(error), EXIT_USAGE)
+    old = artifacts_older_than(Path.cwd().resolve(), age)
+    for info in old:
+        out.print(f"{info.relative_path}  {format_bytes(info.size)}", highlight=False)
+    if not yes:
+        out.print(f"{len(old)} artifact(s) older than {older_than}; dry run, pass --yes to delete")
+        return
+    freed = delete_artifacts(old)
+    out.print(f"deleted {len(old)} artifact(s), {format_bytes(freed)} freed")
+
+
+sessions_app = typer.Typer(help="Saved conversations in .agent_tutorial/sessions.")
+app.add_typer(sessions_app, name="sessions")
+
+
+@sessions_app.command("list")
+def sessions_list() -> None:
+    """Saved sessions, newest first."""
+    out, _ = make_consoles()
+    found = list_sessions(Path.cwd().resolve())
+    out.print(session_table(found) if found else "no saved sessions in this workspace")
+
+
+@sessions_app.command("show")
+def sessions_show(
+    session_id: Annotated[str, typer.Argument(help="An id or unique prefix.")],
+) -> None:
+    """One session's conversation as a table."""
+    out, err = make_consoles()
+    try:
+        path = find_session(Path.cwd().resolve(), session_id)
+        loaded = load_session(path, repair=False)
+    except (SessionError, OSError) as error:
+        _fail(err, str(error), EXIT_USAGE)
+    out.print(messages_table([to_wire(m) for m in loaded.history], title=path.name))
+
+
+def main() -> None:
+    app()
+
+
+def run_chapter(chapter: int, argv: list[str] | None = None) -> None:
+    """The fixed entry `python chapters/chNN.py ARGS` = `agent-tutorial run -c NN ARGS`."""
+    args = sys.argv[1:] if argv is None else argv
+    app(["run", "--chapter", str(chapter), *args])

@@ -1,0 +1,241 @@
+"""Settings, from five places in a fixed order of precedence:
+
+    command-line flags > environment > .agent_tutorial/.env > .agent_tutorial/config.toml
+    > the user's config (~/.config/agent-tutorial/config.toml)
+
+Permission rules and hooks are the exception: those of both config files add up, so a
+project cannot drop the user's own. `.agent_tutorial/.env` never overrides a variable the
+real environment already has. API keys live only in the environment (or `.env`);
+`config.toml` names the variable that holds one.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    EnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from agent_tutorial.core.hooks import HooksConfig
+from agent_tutorial.core.permissions import PermissionMode, PermissionRule
+
+DEMO_MODEL = "demo"
+STATE_DIR = ".agent_tutorial"
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class ConfigError(Exception):
+    """The configuration is missing something or says something invalid (exit code 2)."""
+
+
+class PermissionsConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rules: tuple[PermissionRule, ...] = ()
+    """User rules, checked against every tool call (deny > ask > allow)."""
+
+
+class Settings(BaseSettings):
+    """Everything the agent needs to start; see `.agent_tutorial.example/config.toml`."""
+
+    model_config = SettingsConfigDict(
+        frozen=True,
+        extra="forbid",
+        validate_by_name=True,
+        validate_by_alias=True,
+        case_sensitive=False,
+        env_prefix="AGENT_TUTORIAL_",
+        env_ignore_empty=True,
+    )
+
+    base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
+    """The OpenAI-compatible endpoint, e.g. https://api.openai.com/v1."""
+
+    api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY"))
+    """The key for that endpoint; only ever read from the environment or `.env`."""
+
+    api_key_env: str = "OPENAI_API_KEY"
+    """The environment variable that holds the key (set it in config.toml, not the key)."""
+
+    model: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("AGENT_TUTORIAL_MODEL", "OPENAI_MODEL"),
+    )
+    """The model name the endpoint knows, or `demo` for the offline scripted demo."""
+
+    max_turns: int = Field(default=100, ge=1)
+    """Model calls allowed for one prompt before the run stops."""
+
+    max_retries: int = Field(default=2, ge=0)
+    """Retries the SDK makes for 408/409/429/5xx and connection errors, with backoff."""
+
+    request_timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds before one model request is abandoned."""
+
+    permission_mode: PermissionMode = "ask"
+    """ask, accept-edits or auto; see chapter 3."""
+
+    permissions: PermissionsConfig = PermissionsConfig()
+    """`[[permissions.rules]]` tables."""
+
+    hooks: HooksConfig = HooksConfig()
+    """`[[hooks.<Event>]]` tables with matcher, command and timeout_s."""
+
+    @property
+    def is_demo(self) -> bool:
+        return self.model == DEMO_MODEL
+
+    @property
+    def endpoint_host(self) -> str:
+        return urlsplit(self.base_url or "").hostname or ""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The file sources are added by `load_settings`, which knows the workspace.
+        return (init_settings, env_settings)
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "agent-tutorial" / "config.toml"
+
+
+def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None) -> Settings:
+    """Merge every source for `workspace`; raise `ConfigError` with a readable message."""
+    state_dir = workspace / STATE_DIR
+    given = {key: value for key, value in (flags or {}).items() if value is not None}
+    toml_layers = _with_lists_added_up(
+        [_read_toml(user_config_path()), _read_toml(state_dir / "config.toml")]
+    )
+
+    class WorkspaceSettings(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (
+                init_settings,
+                EnvSettingsSource(settings_cls),
+                DotEnvSettingsSource(settings_cls, env_file=state_dir / ".env"),
+                *(InitSettingsSource(settings_cls, layer) for layer in reversed(toml_layers)),
+            )
+
+    try:
+        settings: Settings = WorkspaceSettings(**given)
+    except ValidationError as error:
+        raise ConfigError(_describe_validation_error(error)) from None
+    return _with_named_key(settings, state_dir / ".env")
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as file:
+            values = tomllib.load(file)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+    if "api_key" in values:
+        raise ConfigError(
+            f"{path} holds an api_key; keys belong in the environment or .agent_tutorial/.env. "
+            "Name the variable with api_key_env instead."
+        )
+    return values
+
+
+def _with_lists_added_up(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Permission rules and hooks add up across config files, the user's first; any other
+    setting in the project file replaces the user's. A project's rules must not silently
+    drop a user's global deny rule or guard hook. (The sources are merged key by key, so
+    the combined lists are placed in the most specific layer.)"""
+    top = dict(layers[-1])
+    rules = _added_up([_table(layer, "permissions").get("rules") for layer in layers])
+    if rules is not None:
+        top["permissions"] = {**_table(top, "permissions"), "rules": rules}
+    for event in {event for layer in layers for event in _table(layer, "hooks")}:
+        hooks = _added_up([_table(layer, "hooks").get(event) for layer in layers])
+        if hooks is not None:
+            top["hooks"] = {**_table(top, "hooks"), event: hooks}
+    return [*layers[:-1], top]
+
+
+def _table(layer: dict[str, Any], key: str) -> dict[str, Any]:
+    value = layer.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _added_up(values: list[Any]) -> list[Any] | None:
+    """The lists joined, or None when there is nothing to join or a value is not a list
+    (then validation reports it as it stands)."""
+    present = [value for value in values if value is not None]
+    if len(present) < 2 or not all(isinstance(value, list) for value in present):
+        return None
+    return [item for value in present for item in value]
+
+
+def _with_named_key(settings: Settings, dotenv_path: Path) -> Settings:
+    """Honour `api_key_env` when the key is kept in a variable other than OPENAI_API_KEY."""
+    if settings.api_key is not None or settings.api_key_env == "OPENAI_API_KEY":
+        return settings
+    value = os.environ.get(settings.api_key_env) or _dotenv_value(dotenv_path, settings.api_key_env)
+    if not value:
+        return settings
+    return settings.model_copy(update={"api_key": SecretStr(value)})
+
+
+def _dotenv_value(path: Path, name: str) -> str | None:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in lines:
+        key, sep, value = line.strip().removeprefix("export ").partition("=")
+        if sep and key.strip() == name:
+            return value.strip().strip("'\"")
+    return None
+
+
+def missing_settings(settings: Settings) -> list[str]:
+    """Names of the environment variables a real (non-demo) run still needs."""
+    if settings.is_demo:
+        return []
+    missing = []
+    if not settings.base_url:
+        missing.append("OPENAI_BASE_URL")
+    if settings.api_key is None and settings.endpoint_host not in LOOPBACK_HOSTS:
+        missing.append(settings.api_key_env)
+    if not settings.model:
+        missing.append("AGENT_TUTORIAL_MODEL")
+    return missing
+
+
+def _describe_validation_error(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "settings"
+        problems.append(f"{where}: {item['msg']}")
+    return "invalid configuration: " + "; ".join(problems)

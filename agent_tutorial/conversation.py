@@ -1,0 +1,158 @@
+"""One conversation with the agent and its durable session log, shared by the one-shot
+`run` command and the REPL: start fresh, resume a session, run a turn, compact on demand.
+
+`/clear` and `/resume` swap the whole agent and log; the front end's sinks (renderer,
+JSON summary) stay subscribed across the swap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_tutorial.bootstrap import Agent, AgentDeps, build_agent
+from agent_tutorial.config import Settings
+from agent_tutorial.core.events import EventBus, EventSink, Notice
+from agent_tutorial.core.loop import RunResult
+from agent_tutorial.core.messages import ChatMessage
+from agent_tutorial.core.model import ModelClient
+from agent_tutorial.core.permissions import Approver
+from agent_tutorial.features.compaction import CompactionOutcome
+from agent_tutorial.features.sessions import (
+    LoadedSession,
+    SessionError,
+    SessionLog,
+    SessionMeta,
+    load_session,
+)
+from agent_tutorial.profiles import ChapterProfile
+
+
+@dataclass(frozen=True)
+class ConversationSetup:
+    """What stays the same across sessions of one process."""
+
+    profile: ChapterProfile
+    settings: Settings
+    workspace: Path
+    model: ModelClient
+    approver: Approver | None
+    sinks: Sequence[EventSink]
+    max_turns: int | None = None
+
+
+class Conversation:
+    """The current agent and session log; `start_new` and `resume` replace both."""
+
+    def __init__(self, setup: ConversationSetup) -> None:
+        self.setup = setup
+        self.log: SessionLog | None = None
+        self.session_id = ""
+        self._agent: Agent | None = None
+
+    @property
+    def agent(self) -> Agent:
+        """Built on first use, so resuming builds one agent, not two (each build reports
+        its start-up warnings, such as skipped skills)."""
+        if self._agent is None:
+            self._agent = self._build(())
+        return self._agent
+
+    @classmethod
+    def open(cls, setup: ConversationSetup, resume: Path | None = None) -> Conversation:
+        conversation = cls(setup)
+        if resume is None:
+            conversation.start_new()
+        else:
+            conversation.resume(resume)
+        return conversation
+
+    def start_new(self) -> None:
+        """A fresh history and a new session file."""
+        self.close()
+        if self._agent is None or self._agent.runner.history:
+            self._agent = self._build(())
+        meta = SessionMeta.new(
+            self.setup.profile.chapter,
+            self.setup.settings.model or "",
+            self.setup.settings.base_url,
+        )
+        self.session_id = meta.session_id
+        self._attach_log(lambda: SessionLog.create(self.setup.workspace, meta))
+
+    def resume(self, path: Path) -> LoadedSession:
+        """Rebuild the conversation recorded in `path` and append to that file from now on."""
+        if self.log is not None and self.log.path == path:
+            self.close()  # the file is locked while open; this process holds the lock
+        loaded = load_session(path)
+        self.close()
+        self._agent = self._build(loaded.history)
+        self._restore_summary(loaded)
+        if self._agent.todos is not None:
+            self._agent.todos.restore(loaded.history)
+        self.session_id = loaded.meta.session_id
+        self._attach_log(lambda: SessionLog.open_existing(path))
+        for repair in loaded.repaired:
+            self.agent.events.emit(Notice("warning", f"session repaired: {repair}"))
+        return loaded
+
+    def run(self, prompt: str) -> RunResult:
+        try:
+            return self.agent.runner.run(prompt)
+        finally:
+            self._end_turn()
+
+    def compact(self, focus: str | None = None) -> CompactionOutcome:
+        """`/compact`: summarise the whole conversation now (chapter 8)."""
+        if self.agent.compaction is None:
+            raise SessionError("compaction arrives in chapter 8; run with --chapter 8")
+        try:
+            return self.agent.compaction.compact_proactively(self.agent.runner.history, focus=focus)
+        finally:
+            self._end_turn()
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+    def _restore_summary(self, loaded: LoadedSession) -> None:
+        compaction = self.agent.compaction
+        if loaded.summary is None or compaction is None:
+            return
+        try:
+            compaction.restore_summary(
+                loaded.summary.summary_content, loaded.summary.covered_messages
+            )
+        except ValueError as error:  # a hand-edited file: carry on with the whole history
+            self.agent.events.emit(Notice("warning", f"summary not restored: {error}"))
+
+    def _build(self, history: Sequence[ChatMessage]) -> Agent:
+        events = EventBus(self.setup.sinks)
+        deps = AgentDeps(
+            model=self.setup.model,
+            workspace=self.setup.workspace,
+            settings=self.setup.settings,
+            approver=self.setup.approver,
+            events=events,
+            history=history,
+            max_turns=self.setup.max_turns,
+        )
+        return build_agent(self.setup.profile, deps)
+
+    def _attach_log(self, open_log: Callable[[], SessionLog]) -> None:
+        try:
+            self.log = open_log()
+        except SessionError as error:
+            self.agent.events.emit(Notice("warning", f"session not saved: {error}"))
+            return
+        self.agent.events.subscribe(self.log)
+
+    def _end_turn(self) -> None:
+        if self.log is None:
+            return
+        try:
+            self.log.end_turn()
+        except SessionError as error:
+            self.agent.events.emit(Notice("warning", f"session log stopped: {error}"))

@@ -1,0 +1,372 @@
+"""Terminal rendering of agent events with rich: streamed answers on stdout, one compact
+activity line per tool call, compaction step or warning on stderr."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import IO, Any
+
+import orjson
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.status import Status
+from rich.table import Table
+from rich.text import Text
+
+from agent_tutorial.core.events import (
+    CompactionApplied,
+    Event,
+    MessageAppended,
+    ModelReplied,
+    NestedEvent,
+    Notice,
+    PermissionDecided,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnStarted,
+)
+from agent_tutorial.core.messages import to_wire
+from agent_tutorial.core.model import ZERO_USAGE, Usage
+from agent_tutorial.core.tools import ToolResult
+from agent_tutorial.features.artifact_catalog import ArtifactInfo
+from agent_tutorial.features.sessions import SessionInfo
+
+SUBJECT_WIDTH = 60
+NOTICE_STYLES = {"info": "cyan", "warning": "yellow", "error": "bold red"}
+
+
+def make_consoles(*, no_color: bool = False) -> tuple[Console, Console]:
+    """(stdout, stderr) consoles; rich itself honours NO_COLOR and plain pipes."""
+    out = Console(file=sys.stdout, no_color=no_color or None, soft_wrap=True)
+    err = Console(file=sys.stderr, stderr=True, no_color=no_color or None, soft_wrap=True)
+    return out, err
+
+
+def format_bytes(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def shorten(text: str, width: int = SUBJECT_WIDTH) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def tool_line(name: str, subject: str, result: ToolResult, seconds: float) -> Text:
+    """`• read_file README.md  2.1 KB  0.01s` or `✗ bash make  Error [timeout]  120.0s`."""
+    line = Text()
+    line.append("✗ " if result.is_error else "• ", style="red" if result.is_error else "green")
+    line.append(name, style="bold")
+    if subject:
+        line.append(f" {shorten(subject)}")
+    outcome = (
+        f"Error [{result.error_code}]"
+        if result.is_error
+        else format_bytes(len(result.content.encode()))
+    )
+    line.append(f"  {outcome}", style="red" if result.is_error else "dim")
+    line.append(f"  {seconds:.2f}s", style="dim")
+    return line
+
+
+class TerminalRenderer:
+    """Shows events as they happen.
+
+    With `stream_answer`, assistant text is streamed to stdout as it arrives (a terminal);
+    otherwise the caller prints the final answer once at the end (a pipe stays clean).
+    """
+
+    def __init__(
+        self,
+        out: Console,
+        err: Console,
+        *,
+        stream_answer: bool,
+        verbose: bool = False,
+        markdown: bool = False,
+    ) -> None:
+        self.out = out
+        self.err = err
+        self.stream_answer = stream_answer
+        self.verbose = verbose
+        self.markdown = markdown
+        self._status: Status | None = None
+        self._mid_line = False
+        self._live: Live | None = None
+        self._answer = ""
+
+    def emit(self, event: Event, depth: int = 0) -> None:
+        if isinstance(event, NestedEvent):
+            self.emit(event.event, depth + event.depth)
+        elif isinstance(event, TurnStarted) and depth == 0:
+            self._wait("thinking…")
+        elif isinstance(event, TextDelta) and depth == 0:
+            self._stream(event.text)
+        elif isinstance(event, ModelReplied) and depth == 0:
+            self._end_stream()
+        elif isinstance(event, ToolStarted):
+            self._wait(f"{event.call.name} {shorten(event.subject)}")
+        elif isinstance(event, ToolFinished):
+            self._activity(
+                tool_line(event.call.name, self._subject(event), event.result, event.seconds), depth
+            )
+        elif isinstance(event, CompactionApplied):
+            self._activity(Text(f"⚙ {event.text}", style="magenta"), depth)
+        elif isinstance(event, Notice):
+            self._activity(Text(event.text, style=NOTICE_STYLES[event.level]), depth)
+        elif isinstance(event, PermissionDecided) and (self.verbose or event.decision != "allow"):
+            self._activity(decision_line(event), depth)
+
+    def close(self) -> None:
+        self._stop_waiting()
+        self._end_stream()
+
+    def _subject(self, event: ToolFinished) -> str:
+        return _subject_from_arguments(event.call.arguments)
+
+    def _wait(self, label: str) -> None:
+        if not self.err.is_terminal:
+            return
+        self._end_stream()
+        if self._status is None:
+            self._status = self.err.status(label, spinner="dots")
+            self._status.start()
+        else:
+            self._status.update(label)
+
+    def _stop_waiting(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def _stream(self, text: str) -> None:
+        self._stop_waiting()
+        if not (self.stream_answer and text):
+            return
+        if self.markdown:
+            self._answer += text
+            if self._live is None:
+                self._live = Live(console=self.out, refresh_per_second=8)
+                self._live.start()
+            self._live.update(Markdown(self._answer))
+            return
+        self.out.print(text, end="", markup=False, highlight=False)
+        self._mid_line = not text.endswith("\n")
+
+    def _end_stream(self) -> None:
+        if self._live is not None:
+            self._live.update(Markdown(self._answer), refresh=True)
+            self._live.stop()
+            if not self.out.is_terminal:
+                self.out.line()  # Live ends its last render with a newline only on a terminal
+            self._live, self._answer = None, ""
+        if self._mid_line:
+            self.out.print()
+            self._mid_line = False
+
+    def _activity(self, line: Text, depth: int) -> None:
+        self._stop_waiting()
+        self._end_stream()
+        self.err.print(Text("  │ " * depth) + line, highlight=False)
+
+
+def decision_line(event: PermissionDecided) -> Text:
+    style = {"allow": "green", "ask": "yellow", "deny": "red"}[event.decision]
+    line = Text(f"⚖ {event.decision}", style=style)
+    line.append(f" {event.tool} {shorten(event.subject)}  ({event.source}: {event.reason})")
+    return line
+
+
+def _subject_from_arguments(arguments: str) -> str:
+    """The argument a person recognises a call by: the command, path or pattern."""
+    try:
+        values = orjson.loads(arguments or "{}")
+    except orjson.JSONDecodeError:
+        return ""
+    if not isinstance(values, dict):
+        return ""
+    for key in ("command", "path", "pattern", "description", "name"):
+        if isinstance(values.get(key), str):
+            return str(values[key])
+    return ""
+
+
+@dataclass
+class RunSummary:
+    """Collects what `--output-format json` reports besides the answer."""
+
+    usage: Usage = ZERO_USAGE
+    last_usage: Usage | None = None
+    compaction: dict[str, dict[str, int]] = field(default_factory=dict)
+    tool_calls: int = 0
+    tool_errors: int = 0
+
+    def reset(self) -> None:
+        """Forget everything collected so far (the REPL started another session)."""
+        fresh = RunSummary()
+        for item in fields(self):
+            setattr(self, item.name, getattr(fresh, item.name))
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, ModelReplied) and event.usage is not None:
+            self.usage = self.usage + event.usage
+            self.last_usage = event.usage
+        elif isinstance(event, ToolFinished):
+            self.tool_calls += 1
+            self.tool_errors += int(event.result.is_error)
+        elif isinstance(event, CompactionApplied):
+            layer = self.compaction.setdefault(
+                event.layer, {"events": 0, "count": 0, "bytes_saved": 0}
+            )
+            layer["events"] += 1
+            layer["count"] += event.count
+            layer["bytes_saved"] += event.bytes_saved
+
+
+class StreamJsonSink:
+    """`--output-format stream-json`: one JSON object per event, one per line, on stdout."""
+
+    def __init__(self, file: IO[str]) -> None:
+        self.file = file
+
+    def emit(self, event: Event) -> None:
+        record = event_record(event)
+        if record is not None:
+            self.file.write(orjson.dumps(record).decode() + "\n")
+            self.file.flush()
+
+
+def event_record(event: Event) -> dict[str, Any] | None:
+    if isinstance(event, NestedEvent):
+        inner = event_record(event.event)
+        return None if inner is None else {**inner, "depth": event.depth}
+    if isinstance(event, TurnStarted):
+        return {"type": "turn_started", "turn": event.turn}
+    if isinstance(event, TextDelta):
+        return {"type": "text_delta", "text": event.text}
+    if isinstance(event, MessageAppended):
+        return {"type": "message", "message": to_wire(event.message)}
+    if isinstance(event, ModelReplied):
+        usage = None if event.usage is None else _usage_record(event.usage)
+        return {"type": "model_reply", "finish_reason": event.finish_reason, "usage": usage}
+    if isinstance(event, ToolStarted):
+        return {"type": "tool_started", "id": event.call.id, "name": event.call.name}
+    if isinstance(event, ToolFinished):
+        return {
+            "type": "tool_finished",
+            "id": event.call.id,
+            "name": event.call.name,
+            "is_error": event.result.is_error,
+            "error_code": event.result.error_code,
+            "bytes": len(event.result.content.encode()),
+            "seconds": round(event.seconds, 3),
+        }
+    if isinstance(event, CompactionApplied):
+        return {
+            "type": "compaction",
+            "layer": event.layer,
+            "text": event.text,
+            "count": event.count,
+            "bytes_saved": event.bytes_saved,
+        }
+    if isinstance(event, PermissionDecided):
+        return {
+            "type": "permission",
+            "tool": event.tool,
+            "subject": event.subject,
+            "decision": event.decision,
+            "reason": event.reason,
+            "source": event.source,
+        }
+    return {"type": "notice", "level": event.level, "text": event.text}
+
+
+def _usage_record(usage: Usage) -> dict[str, int]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+@contextmanager
+def rendering(renderer: TerminalRenderer) -> Iterator[TerminalRenderer]:
+    try:
+        yield renderer
+    finally:
+        renderer.close()
+
+
+def artifact_table(artifacts: Sequence[ArtifactInfo]) -> Table:
+    table = Table(box=None, header_style="bold")
+    # The id is what `artifacts show` takes: never cut it with an ellipsis, even when the
+    # terminal is narrow; the other columns wrap instead.
+    id_width = max((len(info.id) for info in artifacts), default=2)
+    table.add_column("kind")
+    table.add_column("id", no_wrap=True, min_width=id_width)
+    table.add_column("size", justify="right")
+    table.add_column("time")
+    for info in artifacts:
+        stamp = datetime.fromtimestamp(info.modified).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(info.kind, info.id, format_bytes(info.size), stamp)
+    return table
+
+
+def transcript_records(data: bytes) -> list[dict[str, Any] | str]:
+    """A transcript's lines as wire messages; a line that is not JSON stays as its text."""
+    records: list[dict[str, Any] | str] = []
+    for line in data.splitlines():
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            value = line.decode("utf-8", "replace")
+        records.append(value if isinstance(value, dict | str) else str(value))
+    return records
+
+
+def messages_table(records: Sequence[dict[str, Any] | str], *, title: str) -> Table:
+    """One row per message, tool calls and call ids included; nothing hidden."""
+    table = Table(title=title, show_lines=True, header_style="bold")
+    table.add_column("#", justify="right")
+    table.add_column("role")
+    table.add_column("content", overflow="fold")
+    for number, record in enumerate(records, start=1):
+        if isinstance(record, str):
+            table.add_row(str(number), "?", Text(record))
+        else:
+            table.add_row(str(number), str(record.get("role", "?")), Text(_message_text(record)))
+    return table
+
+
+def _message_text(record: dict[str, Any]) -> str:
+    parts = [record["content"]] if isinstance(record.get("content"), str) else []
+    for call in record.get("tool_calls") or ():
+        function = call.get("function", {})
+        parts.append(f"→ {function.get('name')}({function.get('arguments')})  [{call.get('id')}]")
+    if record.get("tool_call_id"):
+        parts.insert(0, f"[{record['tool_call_id']}]")
+    return "\n".join(parts)
+
+
+def session_table(sessions: Sequence[SessionInfo]) -> Table:
+    table = Table(box=None, header_style="bold")
+    for column in ("id", "started", "chapter", "turns", "first prompt"):
+        table.add_column(column)
+    for info in sessions:
+        table.add_row(
+            info.session_id,
+            info.started.astimezone().strftime("%Y-%m-%d %H:%M"),
+            str(info.chapter),
+            str(info.turns),
+            Text(info.first_prompt or ""),
+        )
+    return table

@@ -1,0 +1,340 @@
+"""The interactive REPL: a prompt-toolkit prompt with history, slash commands and a bottom
+toolbar showing how full the context is, around one `Conversation`.
+
+Enter submits; Alt+Enter (or Esc then Enter) inserts a newline. Ctrl-C cancels the running
+turn (history stays paired); Ctrl-C twice at an empty prompt, Ctrl-D or /exit leaves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.output import Output
+from rich.table import Table
+from rich.text import Text
+
+from agent_tutorial.config import STATE_DIR
+from agent_tutorial.conversation import Conversation
+from agent_tutorial.core.loop import AgentRunError, TurnInterrupted
+from agent_tutorial.core.model import ModelError
+from agent_tutorial.features.artifact_catalog import list_artifacts
+from agent_tutorial.features.compaction import CompactionError, history_utf8_bytes
+from agent_tutorial.features.sessions import SessionError, find_session, list_sessions
+from agent_tutorial.features.todos import render_plan
+from agent_tutorial.render import (
+    RunSummary,
+    TerminalRenderer,
+    artifact_table,
+    format_bytes,
+    rendering,
+    session_table,
+)
+
+BYTES_PER_TOKEN = 4  # a rough estimate; the provider's usage figures are exact
+PROMPT = FormattedText([("bold ansicyan", "› ")])
+CONTINUATION = FormattedText([("ansibrightblack", "· ")])
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    usage: str
+    help: str
+
+
+SLASH_COMMANDS = (
+    SlashCommand("/help", "/help", "this list"),
+    SlashCommand("/context", "/context", "sizes: history, request, compaction so far, usage"),
+    SlashCommand("/compact", "/compact [focus]", "summarise the conversation now (chapter 8)"),
+    SlashCommand("/todos", "/todos", "the current plan (chapter 5+)"),
+    SlashCommand("/artifacts", "/artifacts", "persisted tool results and transcripts"),
+    SlashCommand("/clear", "/clear", "start a new session"),
+    SlashCommand("/sessions", "/sessions", "saved sessions in this workspace"),
+    SlashCommand("/resume", "/resume ID", "continue a saved session"),
+    SlashCommand("/exit", "/exit", "leave (also Ctrl-D)"),
+)
+
+
+class SlashCompleter(Completer):
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if not text.startswith("/") or " " in text:
+            return
+        for command in SLASH_COMMANDS:
+            if command.name.startswith(text):
+                yield Completion(command.name, -len(text), display_meta=command.help)
+
+
+def key_bindings() -> KeyBindings:
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return bindings
+
+
+class Repl:
+    def __init__(
+        self,
+        conversation: Conversation,
+        summary: RunSummary,
+        renderer: TerminalRenderer,
+        *,
+        model_name: str,
+        input: Input | None = None,
+        output: Output | None = None,
+    ) -> None:
+        self.conversation = conversation
+        self.summary = summary
+        self.renderer = renderer
+        self.out = renderer.out
+        self.err = renderer.err
+        self.model_name = model_name
+        self.session: PromptSession[str] = PromptSession(
+            history=_history(conversation.setup.workspace),
+            key_bindings=key_bindings(),
+            completer=SlashCompleter(),
+            complete_while_typing=True,
+            bottom_toolbar=self.toolbar,
+            prompt_continuation=CONTINUATION,
+            input=input,
+            output=output,
+        )
+        self._commands: dict[str, Callable[[str], bool]] = {
+            "/help": self._help,
+            "/context": self._context,
+            "/compact": self._compact,
+            "/todos": self._todos,
+            "/artifacts": self._artifacts,
+            "/clear": self._clear,
+            "/sessions": self._sessions,
+            "/resume": self._resume,
+            "/exit": lambda _argument: False,
+            "/quit": lambda _argument: False,
+        }
+
+    def loop(self) -> None:
+        """Read and handle prompts until /exit, Ctrl-D or Ctrl-C twice at an empty prompt."""
+        self.err.print(self._greeting(), highlight=False)
+        interrupted_once = False
+        while True:
+            try:
+                text = self.session.prompt(PROMPT)
+            except KeyboardInterrupt:
+                if self.session.default_buffer.text:
+                    continue  # Ctrl-C on a draft only discards the draft
+                if interrupted_once:
+                    return
+                interrupted_once = True
+                self.err.print("(press Ctrl-C again or Ctrl-D to leave)", style="dim")
+                continue
+            except EOFError:
+                return
+            interrupted_once = False
+            if not self.handle(text):
+                return
+
+    def handle(self, text: str) -> bool:
+        """One line from the user; returns False when the REPL should end."""
+        text = text.strip()
+        if not text:
+            return True
+        if text.startswith("/"):
+            name, _, argument = text.partition(" ")
+            command = self._commands.get(name)
+            if command is None:
+                self.err.print(f"unknown command {name}; try /help", style="yellow")
+                return True
+            return command(argument.strip())
+        self._run_turn(text)
+        return True
+
+    def _run_turn(self, prompt: str) -> None:
+        try:
+            with rendering(self.renderer):  # stops a spinner or live answer Ctrl-C cut short
+                self.conversation.run(prompt)
+        except (KeyboardInterrupt, TurnInterrupted):
+            self.err.print("interrupted; the conversation goes on", style="yellow")
+        except (AgentRunError, ModelError) as error:
+            self.err.print(Text.assemble(("error: ", "bold red"), str(error)))
+
+    def toolbar(self) -> FormattedText:
+        agent = self.conversation.agent
+        request_bytes = self._request_bytes()
+        session_id = self.conversation.session_id if self.conversation.log else "unsaved"
+        parts: list[tuple[str, str]] = [
+            ("", f" ch{agent.profile.chapter} · {self.model_name} · session "),
+            ("bold", session_id),
+            ("", f" · context {format_bytes(request_bytes)}"),
+            ("", f" ≈{request_bytes // BYTES_PER_TOKEN:,} tok"),
+        ]
+        if agent.compaction is not None:
+            share = request_bytes / agent.compaction.settings.proactive_threshold_bytes
+            parts.append((_fill_style(share), f" {share:.0%} of summary threshold"))
+            counts = " ".join(
+                f"{layer} {stats['events']}"
+                for layer, stats in sorted(self.summary.compaction.items())
+            )
+            if counts:
+                parts.append(("", f" · {counts}"))
+        return FormattedText(parts)
+
+    def _request_bytes(self) -> int:
+        """Bytes of the history part of the last request (all of it before chapter 8)."""
+        agent = self.conversation.agent
+        if agent.compaction is not None and agent.compaction.last_request_bytes:
+            return agent.compaction.last_request_bytes
+        return history_utf8_bytes(agent.runner.history)
+
+    def _greeting(self) -> Text:
+        profile = self.conversation.agent.profile
+        return Text.assemble(
+            ("agent-tutorial", "bold"),
+            f" · chapter {profile.chapter}: {profile.title} · {self.model_name}\n",
+            ("Enter sends, Alt+Enter adds a line, /help lists commands, Ctrl-D leaves.", "dim"),
+        )
+
+    def _help(self, _argument: str) -> bool:
+        table = Table(box=None, show_header=False)
+        for command in SLASH_COMMANDS:
+            table.add_row(Text(command.usage, style="bold"), command.help)  # not markup: [focus]
+        self.out.print(table)
+        return True
+
+    def _context(self, _argument: str) -> bool:
+        self.out.print(self._context_table())
+        return True
+
+    def _context_table(self) -> Table:
+        agent = self.conversation.agent
+        history = agent.runner.history
+        table = Table(title="context", box=None, show_header=False, title_justify="left")
+        table.add_column(style="bold")
+        table.add_column()
+        table.add_row(
+            "canonical history",
+            f"{len(history)} messages, {format_bytes(history_utf8_bytes(history))}",
+        )
+        request_bytes = self._request_bytes()
+        table.add_row("last request", f"{format_bytes(request_bytes)} of history")
+        if agent.compaction is not None:
+            threshold = agent.compaction.settings.proactive_threshold_bytes
+            share = request_bytes / threshold
+            table.add_row("summary threshold", f"{format_bytes(threshold)} ({share:.0%} used)")
+            self._add_compaction_rows(table)
+        artifacts = list_artifacts(self.conversation.setup.workspace)
+        stored = format_bytes(sum(info.size for info in artifacts))
+        table.add_row("artifacts", f"{len(artifacts)} file(s), {stored}")
+        table.add_row("last usage", _usage_text(self.summary))
+        return table
+
+    def _add_compaction_rows(self, table: Table) -> None:
+        """One row per layer that has acted in this session."""
+        if not self.summary.compaction:
+            table.add_row("compaction", "nothing compacted yet")
+        for layer, stats in sorted(self.summary.compaction.items()):
+            saved = format_bytes(stats["bytes_saved"])
+            table.add_row(
+                f"  {layer}", f"{stats['events']}×, {stats['count']} item(s), {saved} saved"
+            )
+
+    def _compact(self, focus: str) -> bool:
+        if not self.conversation.agent.runner.history:
+            self.err.print("nothing to compact yet", style="yellow")
+            return True
+        try:
+            outcome = self.conversation.compact(focus or None)
+        except (CompactionError, SessionError, ModelError) as error:
+            self.err.print(Text.assemble(("compact failed: ", "bold red"), str(error)))
+            return True
+        self.err.print(f"compacted; transcript {outcome.transcript.relative_path}", style="magenta")
+        return True
+
+    def _todos(self, _argument: str) -> bool:
+        todos = self.conversation.agent.todos
+        if todos is None:
+            self.err.print("todo planning arrives in chapter 5", style="yellow")
+        else:
+            self.out.print(render_plan(todos.items) or "no plan yet", highlight=False)
+        return True
+
+    def _artifacts(self, _argument: str) -> bool:
+        found = list_artifacts(self.conversation.setup.workspace)
+        self.out.print(artifact_table(found) if found else "no artifacts yet")
+        return True
+
+    def _clear(self, _argument: str) -> bool:
+        self.conversation.start_new()
+        self.summary.reset()
+        self.err.print(f"new session {self.conversation.session_id}", style="dim")
+        return True
+
+    def _sessions(self, _argument: str) -> bool:
+        sessions = list_sessions(self.conversation.setup.workspace)
+        self.out.print(session_table(sessions) if sessions else "no saved sessions")
+        return True
+
+    def _resume(self, argument: str) -> bool:
+        if not argument:
+            self.err.print("usage: /resume ID (see /sessions)", style="yellow")
+            return True
+        try:
+            path = find_session(self.conversation.setup.workspace, argument)
+            if self.conversation.log is not None and self.conversation.log.path == path:
+                self.err.print(f"already in session {self.conversation.session_id}", style="dim")
+                return True
+            loaded = self.conversation.resume(path)
+        except SessionError as error:
+            self.err.print(Text.assemble(("cannot resume: ", "bold red"), str(error)))
+            return True
+        self.summary.reset()
+        self.err.print(
+            f"resumed {loaded.meta.session_id}: {len(loaded.history)} messages", style="dim"
+        )
+        return True
+
+
+def _usage_text(summary: RunSummary) -> str:
+    usage = summary.last_usage
+    if usage is None:
+        return "none reported yet"
+    return f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion tokens"
+
+
+def _history(workspace: Path) -> History:
+    """Prompt history in `.agent_tutorial/history`, kept in memory if that is not a plain
+    file in a real directory (never written through a symlink)."""
+    state_dir = workspace / STATE_DIR
+    try:
+        state_dir.mkdir(exist_ok=True)
+    except OSError:
+        return InMemoryHistory()
+    path = state_dir / "history"
+    if state_dir.is_symlink() or not state_dir.is_dir() or not _plain_file_or_missing(path):
+        return InMemoryHistory()
+    return FileHistory(str(path))
+
+
+def _plain_file_or_missing(path: Path) -> bool:
+    return not path.is_symlink() and (path.is_file() or not path.exists())
+
+
+def _fill_style(share: float) -> str:
+    if share < 0.6:
+        return "fg:ansigreen"
+    if share < 0.85:
+        return "fg:ansiyellow"
+    return "fg:ansired bold"

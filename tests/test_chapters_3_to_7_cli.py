@@ -1,0 +1,520 @@
+"""Chapters 3–7 end to end: `agent-tutorial run` with the real openai SDK over real HTTP to
+the loopback server, asserting what reaches the disk and what the model reads next."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_tutorial.bootstrap import AgentDeps, build_agent
+from agent_tutorial.config import Settings
+from agent_tutorial.core.events import Event, EventBus, EventLog, PermissionDecided
+from agent_tutorial.core.messages import from_wire, tool_call, validate_tool_pairing
+from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
+from agent_tutorial.profiles import P03
+from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
+from tests.conftest import CliRun
+from tests.loopback import LoopbackServer, text_stream, tool_stream
+
+RunCli = Callable[..., CliRun]
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def tool_reply_for(loopback: LoopbackServer, request_index: int, call_id: str) -> str:
+    """The content of the tool message answering `call_id` in one recorded request."""
+    messages = loopback.requests[request_index]["messages"]
+    replies = [m["content"] for m in messages if m.get("tool_call_id") == call_id]
+    assert len(replies) == 1, messages
+    return str(replies[0])
+
+
+def system_texts(body: dict[str, Any]) -> list[str]:
+    return [str(m["content"]) for m in body["messages"] if m["role"] == "system"]
+
+
+def tool_names(body: dict[str, Any]) -> list[str]:
+    return [tool["function"]["name"] for tool in body["tools"]]
+
+
+def assert_every_request_paired(loopback: LoopbackServer) -> None:
+    for body in loopback.requests:
+        validate_tool_pairing([from_wire(message) for message in body["messages"]])
+
+
+def write_config(workspace: Path, text: str) -> Path:
+    path = workspace / ".agent_tutorial" / "config.toml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def python_hook(workspace: Path, name: str, source: str) -> str:
+    """Writes a hook script into the workspace; returns the command that runs it."""
+    (workspace / name).write_text(source)
+    return f"{shlex.quote(sys.executable)} {name}"
+
+
+def hook_table(event: str, command: str, matcher: str | None = None) -> str:
+    # TOML literal strings ('…') keep the command's quotes and backslashes as they are.
+    lines = [f"[[hooks.{event}]]", f"command = '{command}'"]
+    if matcher is not None:
+        lines.append(f'matcher = "{matcher}"')
+    return "\n".join(lines) + "\n"
+
+
+# --- chapter 3: permission policy --------------------------------------------------------
+
+
+def test_ch3_without_a_terminal_write_file_is_denied_and_the_model_reads_why(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    loopback.queue(
+        tool_stream([("w1", "write_file", {"path": "notes.txt", "content": "hello"})]),
+        text_stream("I could not write it."),
+    )
+
+    result = run_cli("run", "--chapter", "3", "--prompt", "write notes.txt")
+
+    assert result.exit_code == 0, result.stderr
+    assert not (workspace / "notes.txt").exists()
+    reply = tool_reply_for(loopback, 1, "w1")
+    assert reply.startswith("Error [permission_denied]")
+    assert "no terminal" in reply
+    assert "--permission-mode accept-edits" in reply
+    assert "--permission-mode" in result.stderr
+
+
+def test_ch3_without_a_terminal_bash_is_denied_and_runs_nothing(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": "touch made.txt"})]),
+        text_stream("Denied."),
+    )
+
+    result = run_cli("run", "--chapter", "3", "--prompt", "make a file")
+
+    assert result.exit_code == 0, result.stderr
+    assert not (workspace / "made.txt").exists()
+    reply = tool_reply_for(loopback, 1, "b1")
+    assert reply.startswith("Error [permission_denied]")
+    assert "--permission-mode auto" in reply
+
+
+def test_ch3_accept_edits_lets_write_file_through_but_still_denies_bash(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    loopback.queue(
+        tool_stream(
+            [
+                ("w1", "write_file", {"path": "src/notes.txt", "content": "line one\nline two\n"}),
+                ("b1", "bash", {"command": "touch made.txt"}),
+            ]
+        ),
+        text_stream("Wrote the notes."),
+    )
+
+    result = run_cli(
+        "run", "--chapter", "3", "--permission-mode", "accept-edits", "--prompt", "write notes"
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert (workspace / "src" / "notes.txt").read_text() == "line one\nline two\n"
+    assert not tool_reply_for(loopback, 1, "w1").startswith("Error [")
+    assert tool_reply_for(loopback, 1, "b1").startswith("Error [permission_denied]")
+    assert not (workspace / "made.txt").exists()
+
+
+def test_ch3_auto_mode_still_denies_writes_outside_the_workspace_and_into_protected_dirs(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / ".git").mkdir()
+    git_config = workspace / ".git" / "config"
+    git_config.write_text("[core]\n\tbare = false\n")
+    own_config = write_config(workspace, "max_turns = 10\n")
+    loopback.queue(
+        tool_stream(
+            [
+                ("c1", "write_file", {"path": "../x", "content": "escaped"}),
+                ("c2", "write_file", {"path": ".git/config", "content": "[core]\n\thooks = x\n"}),
+                ("c3", "write_file", {"path": ".agent_tutorial/config.toml", "content": "y=1"}),
+                ("c4", "edit_file", {"path": ".git/config", "old_text": "bare", "new_text": "x"}),
+            ]
+        ),
+        text_stream("All refused."),
+    )
+
+    result = run_cli("run", "--chapter", "3", "-y", "--prompt", "escape")
+
+    assert result.exit_code == 0, result.stderr
+    assert not (workspace.parent / "x").exists()
+    assert git_config.read_text() == "[core]\n\tbare = false\n"
+    assert own_config.read_text() == "max_turns = 10\n"
+    for call_id in ("c1", "c2", "c3", "c4"):
+        assert tool_reply_for(loopback, 1, call_id).startswith("Error ["), call_id
+    assert "inside the workspace" in tool_reply_for(loopback, 1, "c1")
+    assert ".git/" in tool_reply_for(loopback, 1, "c2")
+    assert ".agent_tutorial/" in tool_reply_for(loopback, 1, "c3")
+
+
+def test_ch3_config_rule_allows_git_status_without_a_terminal(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    write_config(
+        workspace,
+        '[[permissions.rules]]\ntool = "bash"\npattern = "^git status"\nbehavior = "allow"\n',
+    )
+    loopback.queue(
+        tool_stream(
+            [
+                ("b1", "bash", {"command": "git status --short"}),
+                ("b2", "bash", {"command": "touch made.txt"}),
+            ]
+        ),
+        text_stream("Clean."),
+    )
+
+    result = run_cli("run", "--chapter", "3", "--prompt", "status?")
+
+    assert result.exit_code == 0, result.stderr
+    assert not tool_reply_for(loopback, 1, "b1").startswith("Error [")
+    assert tool_reply_for(loopback, 1, "b2").startswith("Error [permission_denied]")
+    assert not (workspace / "made.txt").exists()
+
+
+def test_ch3_config_deny_rule_holds_even_in_auto_mode(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / "keep.txt").write_text("precious")
+    write_config(
+        workspace,
+        '[[permissions.rules]]\ntool = "bash"\npattern = "\\\\brm\\\\b"\nbehavior = "deny"\n',
+    )
+    loopback.queue(
+        tool_stream(
+            [("b1", "bash", {"command": "rm keep.txt"}), ("b2", "bash", {"command": "ls"})]
+        ),
+        text_stream("Kept it."),
+    )
+
+    result = run_cli("run", "--chapter", "3", "-y", "--prompt", "clean up")
+
+    assert result.exit_code == 0, result.stderr
+    assert (workspace / "keep.txt").read_text() == "precious"
+    denied = tool_reply_for(loopback, 1, "b1")
+    assert denied.startswith("Error [permission_denied]")
+    assert "rule" in denied
+    assert "keep.txt" in tool_reply_for(loopback, 1, "b2")
+
+
+def test_ch3_user_config_deny_rule_survives_project_rules(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / "keep.txt").write_text("precious")
+    user_config = Path(os.environ["XDG_CONFIG_HOME"]) / "agent-tutorial" / "config.toml"
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text(
+        '[[permissions.rules]]\ntool = "bash"\npattern = "^rm "\nbehavior = "deny"\n'
+    )
+    write_config(
+        workspace, '[[permissions.rules]]\ntool = "bash"\npattern = "^ls"\nbehavior = "allow"\n'
+    )
+    loopback.queue(
+        tool_stream(
+            [("b1", "bash", {"command": "rm keep.txt"}), ("b2", "bash", {"command": "ls"})]
+        ),
+        text_stream("Kept it."),
+    )
+
+    result = run_cli("run", "--chapter", "3", "--prompt", "clean up")
+
+    assert result.exit_code == 0, result.stderr
+    assert (workspace / "keep.txt").read_text() == "precious"
+    assert "deny by rule" in tool_reply_for(loopback, 1, "b1")
+    assert "keep.txt" in tool_reply_for(loopback, 1, "b2")
+
+
+class EventCheckingApprover:
+    """Says yes, remembering which events had been emitted when it was asked."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+        self.seen_when_asked: list[Event] = []
+
+    def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.seen_when_asked = list(self.log.events)
+        return "yes"
+
+
+def test_ch3_the_question_is_announced_before_the_user_is_asked(workspace: Path) -> None:
+    # The terminal renderer stops its spinner on this event; without it the spinner
+    # redraws over the "Allow?" prompt.
+    log = EventLog()
+    approver = EventCheckingApprover(log)
+    model = ScriptedModel(
+        [tool_reply(tool_call("b1", "bash", '{"command": "touch made.txt"}')), text_reply("ok")]
+    )
+    deps = AgentDeps(
+        model=model,
+        workspace=workspace,
+        settings=Settings(model="scripted"),
+        approver=approver,
+        events=EventBus([log]),
+    )
+
+    build_agent(P03, deps).runner.run("make a file")
+
+    decisions = [e for e in approver.seen_when_asked if isinstance(e, PermissionDecided)]
+    assert [(d.tool, d.subject, d.decision) for d in decisions] == [
+        ("bash", "touch made.txt", "ask")
+    ]
+    assert (workspace / "made.txt").exists()
+
+
+# --- chapter 4: hooks --------------------------------------------------------------------
+
+BLOCKING_HOOK = """\
+import json, sys
+event = json.load(sys.stdin)
+if "touch" in event["tool_input"]["command"]:
+    print("no new files today: touch is blocked by guard.py", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def test_ch4_config_hook_exiting_2_blocks_bash_and_its_stderr_reaches_the_model(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    command = python_hook(workspace, "guard.py", BLOCKING_HOOK)
+    write_config(workspace, hook_table("PreToolUse", command, matcher="bash"))
+    loopback.queue(
+        tool_stream(
+            [
+                ("b1", "bash", {"command": "touch made.txt"}),
+                ("b2", "bash", {"command": "echo still-allowed"}),
+            ]
+        ),
+        text_stream("The hook blocked it."),
+    )
+
+    result = run_cli("run", "--chapter", "4", "-y", "--prompt", "make a file")
+
+    assert result.exit_code == 0, result.stderr
+    assert not (workspace / "made.txt").exists()
+    blocked = tool_reply_for(loopback, 1, "b1")
+    assert blocked.startswith("Error [hook_blocked]")
+    assert "no new files today: touch is blocked by guard.py" in blocked
+    assert "still-allowed" in tool_reply_for(loopback, 1, "b2")
+
+
+def test_ch4_post_tool_use_hook_adds_context_to_the_result(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / "notes.md").write_text("# Notes\n")
+    command = python_hook(
+        workspace,
+        "context.py",
+        'import json\nprint(json.dumps({"additional_context": "notes.md is generated"}))\n',
+    )
+    write_config(workspace, hook_table("PostToolUse", command, matcher="read_file"))
+    loopback.queue(
+        tool_stream([("r1", "read_file", {"path": "notes.md"})]),
+        text_stream("Read it."),
+    )
+
+    result = run_cli("run", "--chapter", "4", "--prompt", "read notes")
+
+    assert result.exit_code == 0, result.stderr
+    reply = tool_reply_for(loopback, 1, "r1")
+    assert "# Notes" in reply
+    assert reply.endswith("[hook context] notes.md is generated")
+
+
+def test_ch4_broken_hook_is_a_hook_execution_error_and_the_run_finishes(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    command = python_hook(
+        workspace, "broken.py", 'import sys\nprint("boom", file=sys.stderr)\nsys.exit(1)\n'
+    )
+    write_config(workspace, hook_table("PreToolUse", command))
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": "touch made.txt"})]),
+        text_stream("The hook is broken."),
+    )
+
+    result = run_cli("run", "--chapter", "4", "-y", "--prompt", "make a file")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "The hook is broken."
+    assert not (workspace / "made.txt").exists()
+    reply = tool_reply_for(loopback, 1, "b1")
+    assert reply.startswith("Error [hook_execution_error]")
+    assert "boom" in reply
+    assert "Traceback" not in result.stderr
+
+
+# --- chapter 5: todo planning ------------------------------------------------------------
+
+PLAN = {"todos": [{"content": "Look around", "status": "in_progress"}]}
+
+
+def reminders(body: dict[str, Any]) -> list[str]:
+    return [text for text in system_texts(body) if text.startswith("Reminder:")]
+
+
+def test_ch5_reminder_comes_after_three_tool_rounds_only_in_that_request(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    loopback.queue(
+        *(tool_stream([(f"g{n}", "glob", {"pattern": "*.py"})]) for n in (1, 2, 3)),
+        tool_stream([("t1", "todo_write", PLAN)]),
+        tool_stream([("g4", "glob", {"pattern": "*.md"})]),
+        text_stream("Planned."),
+    )
+
+    result = run_cli("run", "--chapter", "5", "--prompt", "look around")
+
+    assert result.exit_code == 0, result.stderr
+    requests = loopback.requests
+    assert len(requests) == 6
+    assert [len(reminders(body)) for body in requests] == [0, 0, 0, 1, 0, 0]
+    fourth = requests[3]["messages"]
+    assert fourth[-1]["role"] == "system"
+    assert "todo_write" in fourth[-1]["content"]
+    # Later requests extend the fourth's canonical part; the reminder is not in them.
+    fifth = requests[4]["messages"]
+    assert fifth[: len(fourth) - 1] == fourth[:-1]
+    for body in requests[4:]:
+        assert not any("Reminder:" in str(m["content"]) for m in body["messages"])
+    assert_every_request_paired(loopback)
+
+
+def test_ch5_plan_is_shown_on_stderr_when_it_changes(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(tool_stream([("t1", "todo_write", PLAN)]), text_stream("Planned."))
+
+    result = run_cli("run", "--chapter", "5", "--prompt", "plan it")
+
+    assert result.exit_code == 0, result.stderr
+    assert "Plan:\n[~] Look around" in result.stderr
+    assert result.stdout.strip() == "Planned."
+
+
+# --- chapter 6: subagents ----------------------------------------------------------------
+
+CHILD_PROMPT = "Count the Python files in this project and report the number."
+
+
+def test_ch6_child_starts_fresh_and_the_parent_receives_its_answer(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    loopback.queue(
+        tool_stream(
+            [("task1", "task", {"description": "Count Python files", "prompt": CHILD_PROMPT})]
+        ),  # parent
+        tool_stream([("child-g1", "glob", {"pattern": "**/*.py"})]),  # child
+        text_stream("There is 1 Python file: a.py."),  # child's final answer
+        text_stream("The helper found one Python file."),  # parent
+    )
+
+    result = run_cli("run", "--chapter", "6", "--prompt", "PARENT-SECRET how many files?")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "The helper found one Python file."
+    parent_first, child_first, child_second, parent_last = loopback.requests
+    assert [m["role"] for m in child_first["messages"]] == ["system", "user"]
+    assert child_first["messages"][1]["content"] == CHILD_PROMPT
+    for body in (child_first, child_second):
+        assert "PARENT-SECRET" not in str(body["messages"])
+        assert "task" not in tool_names(body)
+        assert "todo_write" not in tool_names(body)
+    assert "task" in tool_names(parent_first)
+    assert "a.py" in tool_reply_for(loopback, 2, "child-g1")
+    assert "PARENT-SECRET" in str(parent_last["messages"])
+    assert tool_reply_for(loopback, 3, "task1") == "There is 1 Python file: a.py."
+    assert_every_request_paired(loopback)
+
+
+# --- chapter 7: skills -------------------------------------------------------------------
+
+SKILL = """\
+---
+name: release-notes
+description: How this team writes release notes. Use it before editing CHANGELOG.md.
+---
+
+# Release notes
+
+Group entries under Added, Changed and Fixed; BODY-MARKER-42.
+"""
+
+
+def test_ch7_catalog_is_in_the_system_prompt_and_load_skill_returns_the_body(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    skill_dir = workspace / "skills" / "release-notes"
+    skill_dir.mkdir(parents=True)
+    (skill_dir / "SKILL.md").write_text(SKILL)
+    loopback.queue(
+        tool_stream([("s1", "load_skill", {"name": "release-notes"})]),
+        text_stream("Loaded."),
+    )
+
+    result = run_cli("run", "--chapter", "7", "--prompt", "write release notes")
+
+    assert result.exit_code == 0, result.stderr
+    system_prompt = system_texts(loopback.requests[0])[0]
+    assert "- release-notes: How this team writes release notes." in system_prompt
+    assert "BODY-MARKER-42" not in str(loopback.requests[0]["messages"])
+    assert tool_names(loopback.requests[0])[-1] == "load_skill"
+    body = tool_reply_for(loopback, 1, "s1")
+    assert "Group entries under Added, Changed and Fixed; BODY-MARKER-42." in body
+    assert "description:" not in body
+
+
+@pytest.mark.parametrize("chapter", [3, 4, 5, 6, 7])
+def test_tools_offered_grow_one_chapter_at_a_time(
+    run_cli: RunCli, loopback: LoopbackServer, chapter: int
+) -> None:
+    loopback.queue(text_stream("ok"))
+
+    run_cli("run", "--chapter", str(chapter), "--prompt", "hi")
+
+    base = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
+    added = {5: ["todo_write"], 6: ["todo_write", "task"], 7: ["todo_write", "task", "load_skill"]}
+    assert tool_names(loopback.requests[0]) == base + added.get(chapter, [])
+
+
+def test_ch7_subagent_sees_the_skill_catalog_but_no_guidance_for_tools_it_lacks(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    skill_dir = workspace / "skills" / "release-notes"
+    skill_dir.mkdir(parents=True)
+    (skill_dir / "SKILL.md").write_text(SKILL)
+    loopback.queue(
+        tool_stream([("task1", "task", {"description": "Draft notes", "prompt": CHILD_PROMPT})]),
+        text_stream("child done"),
+        text_stream("parent done"),
+    )
+
+    result = run_cli("run", "--chapter", "7", "--prompt", "delegate")
+
+    assert result.exit_code == 0, result.stderr
+    child_system = system_texts(loopback.requests[1])[0]
+    assert "- release-notes: How this team writes release notes." in child_system
+    assert "load_skill" in tool_names(loopback.requests[1])
+    assert "todo_write" not in child_system
+    assert "Delegate" not in child_system

@@ -1,0 +1,264 @@
+"""glob and grep over a real scratch workspace, and the glob matcher underneath them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agent_tutorial.adapters.filesystem import SKIPPED_DIRECTORIES, compile_glob
+from agent_tutorial.core.messages import tool_call
+from agent_tutorial.core.tools import ToolRegistry, ToolResult
+from agent_tutorial.features.builtin_tools import (
+    GLOB_RESULT_LIMIT,
+    GREP_LINE_CHAR_LIMIT,
+    GREP_MATCH_LIMIT,
+    MAX_TEXT_FILE_BYTES,
+    search_tools,
+)
+
+
+def run_tool(workspace: Path, name: str, **arguments: object) -> ToolResult:
+    registry = ToolRegistry(search_tools(workspace))
+    return registry.run(tool_call("call-1", name, orjson.dumps(arguments).decode()))
+
+
+def make_files(workspace: Path, files: dict[str, str]) -> None:
+    for name, content in files.items():
+        path = workspace / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+
+
+@pytest.fixture
+def project(workspace: Path) -> Path:
+    make_files(
+        workspace,
+        {
+            "setup.py": "import setuptools\n",
+            "src/app/main.py": "def main():\n    return helper()\n",
+            "src/app/util.py": "def helper():\n    return 42\n",
+            "src/app/types.pyi": "def helper() -> int: ...\n",
+            "docs/index.md": "# main\n",
+        },
+    )
+    return workspace
+
+
+# glob
+
+
+def test_glob_double_star_finds_files_at_every_depth_sorted(project: Path) -> None:
+    result = run_tool(project, "glob", pattern="**/*.py")
+
+    assert result.content == "setup.py\nsrc/app/main.py\nsrc/app/util.py"
+
+
+def test_glob_single_star_stays_in_one_directory(project: Path) -> None:
+    assert run_tool(project, "glob", pattern="*.py").content == "setup.py"
+
+
+def test_glob_results_are_workspace_relative_under_a_subdirectory(project: Path) -> None:
+    result = run_tool(project, "glob", pattern="*.py", path="src/app")
+
+    assert result.content == "src/app/main.py\nsrc/app/util.py"
+
+
+def test_glob_marks_directories_with_a_slash(project: Path) -> None:
+    assert run_tool(project, "glob", pattern="src/*").content == "src/app/"
+
+
+def test_glob_supports_brace_alternatives(project: Path) -> None:
+    result = run_tool(project, "glob", pattern="**/*.{pyi,md}")
+
+    assert result.content == "docs/index.md\nsrc/app/types.pyi"
+
+
+@pytest.mark.parametrize("skipped", sorted(SKIPPED_DIRECTORIES))
+def test_glob_skips_tool_and_cache_directories(workspace: Path, skipped: str) -> None:
+    make_files(workspace, {f"{skipped}/inner/mod.py": "", "kept.py": ""})
+
+    assert run_tool(workspace, "glob", pattern="**/*.py").content == "kept.py"
+
+
+def test_glob_searches_a_skipped_directory_when_asked_to_explicitly(workspace: Path) -> None:
+    make_files(workspace, {".venv/lib/site.py": ""})
+
+    result = run_tool(workspace, "glob", pattern="**/*.py", path=".venv")
+
+    assert result.content == ".venv/lib/site.py"
+
+
+def test_glob_bounds_its_results_and_says_how_many_more(workspace: Path) -> None:
+    for number in range(GLOB_RESULT_LIMIT + 7):
+        (workspace / f"f{number:04}.txt").touch()
+
+    lines = run_tool(workspace, "glob", pattern="*.txt").content.split("\n")
+
+    assert len(lines) == GLOB_RESULT_LIMIT + 1
+    assert lines[0] == "f0000.txt"
+    assert lines[-1] == "[7 more not shown; narrow the pattern or the path]"
+
+
+def test_glob_lists_symlinks_that_stay_inside_without_entering_them(workspace: Path) -> None:
+    make_files(workspace, {"real/a.py": ""})
+    (workspace / "alias").symlink_to("real", target_is_directory=True)
+
+    result = run_tool(workspace, "glob", pattern="**/*")
+
+    assert result.content == "alias/\nreal/\nreal/a.py"
+
+
+def test_glob_without_matches_says_so(project: Path) -> None:
+    result = run_tool(project, "glob", pattern="**/*.rs")
+
+    assert result == ToolResult("No paths match '**/*.rs' in the workspace.")
+
+
+def test_glob_needs_a_directory(project: Path) -> None:
+    assert run_tool(project, "glob", pattern="*", path="setup.py").error_code == "not_a_directory"
+
+
+def test_glob_reports_a_missing_directory(project: Path) -> None:
+    assert run_tool(project, "glob", pattern="*", path="nope").error_code == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("**/*.py", "a.py", True),
+        ("**/*.py", "a/b/c.py", True),
+        ("src/**/*.py", "src/x.py", True),
+        ("*.py", "a/b.py", False),
+        ("?.py", "a.py", True),
+        ("?.py", "/.py", False),
+        ("[ab].txt", "b.txt", True),
+        ("[!ab].txt", "c.txt", True),
+        ("[!ab].txt", "a.txt", False),
+        ("file.(1)+", "file.(1)+", True),
+        ("src/**", "src/a/b", True),
+    ],
+)
+def test_compile_glob(pattern: str, path: str, matches: bool) -> None:
+    assert (compile_glob(pattern).fullmatch(path) is not None) is matches
+
+
+# grep
+
+
+def test_grep_returns_path_line_and_text(project: Path) -> None:
+    result = run_tool(project, "grep", pattern=r"def \w+\(")
+
+    assert result.content == (
+        "src/app/main.py:1:def main():\nsrc/app/types.pyi:1:def helper() -> int: ...\n"
+        "src/app/util.py:1:def helper():"
+    )
+
+
+def test_grep_anchors_match_each_line(project: Path) -> None:
+    result = run_tool(project, "grep", pattern=r"^\s+return")
+
+    assert (
+        result.content == "src/app/main.py:2:    return helper()\nsrc/app/util.py:2:    return 42"
+    )
+
+
+def test_grep_glob_without_slash_matches_file_names_at_any_depth(project: Path) -> None:
+    result = run_tool(project, "grep", pattern="helper", glob="*.pyi")
+
+    assert result.content == "src/app/types.pyi:1:def helper() -> int: ..."
+
+
+def test_grep_glob_with_slash_matches_paths_relative_to_the_search_root(project: Path) -> None:
+    result = run_tool(project, "grep", pattern="main", glob="docs/*")
+
+    assert result.content == "docs/index.md:1:# main"
+
+
+def test_grep_searches_a_single_file(project: Path) -> None:
+    result = run_tool(project, "grep", pattern="helper", path="src/app/main.py")
+
+    assert result.content == "src/app/main.py:2:    return helper()"
+
+
+def test_grep_skips_binary_files_in_a_directory(workspace: Path) -> None:
+    (workspace / "image.png").write_bytes(b"\x89PNG\x00needle")
+    (workspace / "latin1.txt").write_bytes(b"needle caf\xe9\n")
+    (workspace / "notes.txt").write_text("needle\n")
+
+    assert run_tool(workspace, "grep", pattern="needle").content == "notes.txt:1:needle"
+
+
+def test_grep_refuses_a_binary_file_named_explicitly(workspace: Path) -> None:
+    (workspace / "image.png").write_bytes(b"\x89PNG\x00needle")
+
+    result = run_tool(workspace, "grep", pattern="needle", path="image.png")
+
+    assert result.error_code == "binary_file"
+
+
+@pytest.mark.parametrize("skipped", sorted(SKIPPED_DIRECTORIES))
+def test_grep_skips_tool_and_cache_directories(workspace: Path, skipped: str) -> None:
+    make_files(workspace, {f"{skipped}/mod.py": "needle\n", "kept.py": "needle\n"})
+
+    assert run_tool(workspace, "grep", pattern="needle").content == "kept.py:1:needle"
+
+
+def test_grep_bounds_its_matches_and_says_so(workspace: Path) -> None:
+    (workspace / "many.txt").write_text("hit\n" * (GREP_MATCH_LIMIT + 50))
+
+    lines = run_tool(workspace, "grep", pattern="hit").content.split("\n")
+
+    assert len(lines) == GREP_MATCH_LIMIT + 1
+    assert lines[GREP_MATCH_LIMIT - 1] == f"many.txt:{GREP_MATCH_LIMIT}:hit"
+    assert (
+        lines[-1] == f"[stopped after {GREP_MATCH_LIMIT} matches; narrow the pattern, path or glob]"
+    )
+
+
+def test_grep_clips_long_lines(workspace: Path) -> None:
+    (workspace / "wide.txt").write_text("needle" + "z" * 1000 + "\n")
+
+    result = run_tool(workspace, "grep", pattern="needle")
+
+    assert result.content == "wide.txt:1:" + ("needle" + "z" * 1000)[:GREP_LINE_CHAR_LIMIT] + " …"
+
+
+def test_grep_does_not_report_the_end_of_the_last_line_as_a_line(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x\n")
+
+    assert (
+        run_tool(workspace, "grep", pattern="^$").content == "No matches for '^$' in the workspace."
+    )
+
+
+def test_grep_shows_crlf_lines_without_carriage_returns(workspace: Path) -> None:
+    (workspace / "dos.txt").write_bytes(b"alpha\r\nbeta\r\n")
+
+    assert run_tool(workspace, "grep", pattern="a$").content == "dos.txt:1:alpha\ndos.txt:2:beta"
+
+
+@pytest.mark.parametrize("pattern", ["(unclosed", "a{99999999999}", "(" * 2000 + ")" * 2000])
+def test_grep_invalid_regex_is_a_tool_error(project: Path, pattern: str) -> None:
+    result = run_tool(project, "grep", pattern=pattern)
+
+    assert result.error_code == "invalid_regex"
+
+
+def test_grep_without_matches_says_so(project: Path) -> None:
+    result = run_tool(project, "grep", pattern="nothing", path="src")
+
+    assert result.content == "No matches for 'nothing' in src."
+
+
+def test_grep_skips_files_too_large_and_names_them(workspace: Path) -> None:
+    (workspace / "huge.log").write_bytes(b"needle\n" * (MAX_TEXT_FILE_BYTES // 7 + 1))
+    (workspace / "small.txt").write_text("needle\n")
+
+    result = run_tool(workspace, "grep", pattern="needle")
+
+    assert result.content == (
+        f"small.txt:1:needle\n[skipped 1 files over {MAX_TEXT_FILE_BYTES} bytes "
+        "(search them with bash): huge.log]"
+    )
