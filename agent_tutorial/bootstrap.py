@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from agent_tutorial.config import Settings
 from agent_tutorial.core.events import EventBus, Notice, PermissionDecided
-from agent_tutorial.core.hooks import HookGuard, HookRegistry
+from agent_tutorial.core.hooks import HookError, HookGuard, HookInput, HookRegistry
 from agent_tutorial.core.loop import AgentRunner, CallGuard, RequestGuidance, TurnGuard
 from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.model import ModelClient
@@ -25,7 +26,12 @@ from agent_tutorial.core.permissions import (
 )
 from agent_tutorial.core.tools import ToolRegistry
 from agent_tutorial.features.builtin_tools import bash_tool, file_tools, search_tools
-from agent_tutorial.features.compaction import CompactionManager, ModelHistorySummarizer
+from agent_tutorial.features.compaction import (
+    CompactionManager,
+    CompactionSummary,
+    HistorySummarizer,
+    ModelHistorySummarizer,
+)
 from agent_tutorial.features.skills import SkillRegistry, load_skill_tool
 from agent_tutorial.features.subagents import (
     SUBAGENT_MAX_TURNS,
@@ -96,7 +102,12 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         workspace=workspace,
     )
     _add_core_tools(profile, tools, workspace)
-    guards, turn_guards = _guards(profile, deps)
+    hooks = (
+        HookRegistry.from_config(deps.settings.hooks, workspace)
+        if Capability.HOOKS in profile
+        else None
+    )
+    guards, turn_guards = _guards(profile, deps, hooks)
     guidance: list[RequestGuidance] = []
     if Capability.TODOS in profile:
         agent.todos = TodoTracker(on_change=lambda items: _show_plan(events, items))
@@ -108,9 +119,10 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         agent.skills = _discover_skills(workspace, events)
         tools.register(load_skill_tool(agent.skills))
     if Capability.COMPACTION in profile:
-        agent.compaction = CompactionManager(
-            workspace, ModelHistorySummarizer(deps.model), on_event=events.emit
-        )
+        summarizer: HistorySummarizer = ModelHistorySummarizer(deps.model)
+        if hooks is not None:
+            summarizer = CompactionHooks(summarizer, hooks, workspace, events)
+        agent.compaction = CompactionManager(workspace, summarizer, on_event=events.emit)
     agent.runner = AgentRunner(
         deps.model,
         tools,
@@ -156,7 +168,9 @@ def _add_core_tools(profile: ChapterProfile, tools: ToolRegistry, workspace: Pat
             tools.register(tool)
 
 
-def _guards(profile: ChapterProfile, deps: AgentDeps) -> tuple[list[CallGuard], list[TurnGuard]]:
+def _guards(
+    profile: ChapterProfile, deps: AgentDeps, hooks: HookRegistry | None
+) -> tuple[list[CallGuard], list[TurnGuard]]:
     """Chapter 3's policy alone, or chapter 4's hook guard wrapping it (hooks recommend,
     the policy decides)."""
     policy = None
@@ -168,11 +182,33 @@ def _guards(profile: ChapterProfile, deps: AgentDeps) -> tuple[list[CallGuard], 
             approver=_announcing(deps.approver, deps.events),
             on_decision=lambda record: _report_decision(deps.events, record),
         )
-    if Capability.HOOKS in profile:
-        registry = HookRegistry.from_config(deps.settings.hooks, deps.workspace)
-        hook_guard = HookGuard(registry, policy, events=deps.events)
+    if hooks is not None:
+        hook_guard = HookGuard(hooks, policy, events=deps.events)
         return [hook_guard], [hook_guard]
     return ([policy] if policy else []), []
+
+
+@dataclass(frozen=True)
+class CompactionHooks:
+    """Runs PreCompact and PostCompact hooks around every model-written summary (chapters
+    4 + 8). A failing hook is reported and never stops the compaction."""
+
+    summarizer: HistorySummarizer
+    hooks: HookRegistry
+    workspace: Path
+    events: EventBus
+
+    def summarize(self, history: Sequence[ChatMessage]) -> CompactionSummary:
+        self._fire("PreCompact")
+        summary = self.summarizer.summarize(history)
+        self._fire("PostCompact")
+        return summary
+
+    def _fire(self, event: Literal["PreCompact", "PostCompact"]) -> None:
+        try:
+            self.hooks.fire(event, HookInput(event=event, workspace=self.workspace))
+        except HookError as error:
+            self.events.emit(Notice("warning", f"{event} hook failed: {error}"))
 
 
 @dataclass(frozen=True)
