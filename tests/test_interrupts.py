@@ -1,0 +1,342 @@
+"""Ctrl-C for real: SIGINT while a bash tool sleeps (in the loop, in the REPL and in the
+one-shot CLI as a subprocess) and while the model is still answering.
+
+Processes are found by a unique marker in their environment: bash replaces itself with a
+lone command, so a marker in the command line would not survive, but every process the
+agent starts inherits its environment.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from rich.console import Console
+
+from agent_tutorial.adapters.openai_chat import OpenAIChatModel
+from agent_tutorial.config import load_settings
+from agent_tutorial.conversation import Conversation, ConversationSetup
+from agent_tutorial.core.loop import AgentRunner, TurnInterrupted
+from agent_tutorial.core.messages import (
+    ToolMessage,
+    tool_call,
+    tool_message,
+    validate_tool_pairing,
+)
+from agent_tutorial.core.tools import ToolRegistry
+from agent_tutorial.features.builtin_tools import bash_tool
+from agent_tutorial.features.sessions import latest_session, load_session
+from agent_tutorial.profiles import profile_for_chapter
+from agent_tutorial.render import RunSummary, TerminalRenderer
+from agent_tutorial.repl import Repl
+from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
+from tests.conftest import TEST_API_KEY
+from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
+
+MARKER_VARIABLE = "AGENT_TUTORIAL_TEST_MARKER"
+INTERRUPTED = "Error [interrupted]: the user interrupted this tool call"
+SLEEP = {"command": "sleep 60", "timeout_s": 20}  # the timeout only bounds a failed test
+WAIT_S = 20.0
+MODEL = "loopback-model"
+
+
+def processes_with_marker(marker: str) -> list[tuple[int, str]]:
+    """(pid, command line) of every live process whose environment carries `marker`."""
+    needle = f"{MARKER_VARIABLE}={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environment = (entry / "environ").read_bytes().split(b"\0")
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except (OSError, UnicodeDecodeError):  # gone, or not ours to read
+            continue
+        if needle in environment:
+            found.append((int(entry.name), command))
+    return found
+
+
+def sleeping(marker: str) -> bool:
+    return any(command.startswith("sleep") for _, command in processes_with_marker(marker))
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)  # polling interval only; correctness never depends on it
+    return True
+
+
+class SigintWhenSleeping(threading.Thread):
+    """Sends SIGINT to this process, as Ctrl-C would, once the marked `sleep` runs."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__(daemon=True)
+        self.marker = marker
+        self.sent_at: float | None = None
+
+    def run(self) -> None:
+        if wait_until(lambda: sleeping(self.marker)):
+            self.sent_at = time.monotonic()
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.fixture
+def marker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A marker every process started from now on inherits; leftovers are killed by pid."""
+    value = uuid4().hex
+    monkeypatch.setenv(MARKER_VARIABLE, value)
+    yield value
+    for pid, _ in processes_with_marker(value):
+        if pid != os.getpid():
+            os.kill(pid, signal.SIGKILL)
+
+
+def bash_runner(workspace: Path, model: ScriptedModel) -> AgentRunner:
+    tools = ToolRegistry()
+    tools.register(bash_tool(workspace))
+    return AgentRunner(model, tools)
+
+
+def test_sigint_during_bash_ends_the_turn_paired_within_two_seconds(
+    workspace: Path, marker: str
+) -> None:
+    model = ScriptedModel(
+        [tool_reply(tool_call("call-sleep", "bash", json.dumps(SLEEP))), text_reply("resumed")]
+    )
+    runner = bash_runner(workspace, model)
+    sender = SigintWhenSleeping(marker)
+    sender.start()
+
+    with pytest.raises(TurnInterrupted):
+        runner.run("wait a minute")
+
+    assert sender.sent_at is not None
+    assert time.monotonic() - sender.sent_at < 2.0
+    assert processes_with_marker(marker) == []
+    validate_tool_pairing(runner.history)
+    assert runner.history[-1] == tool_message(INTERRUPTED, "call-sleep")
+
+
+def test_after_an_interrupt_the_runner_takes_another_turn(workspace: Path, marker: str) -> None:
+    model = ScriptedModel(
+        [tool_reply(tool_call("call-sleep", "bash", json.dumps(SLEEP))), text_reply("resumed")]
+    )
+    runner = bash_runner(workspace, model)
+    SigintWhenSleeping(marker).start()
+    with pytest.raises(TurnInterrupted):
+        runner.run("wait a minute")
+
+    result = runner.run("never mind")
+
+    assert result.final_text == "resumed"
+    second = model.requests[1].messages
+    assert tool_message(INTERRUPTED, "call-sleep") in second
+    assert second[-1].content == "never mind"
+    model.assert_exhausted()
+
+
+def test_calls_after_the_interrupted_one_never_run(workspace: Path, marker: str) -> None:
+    model = ScriptedModel(
+        [
+            tool_reply(
+                tool_call("call-sleep", "bash", json.dumps(SLEEP)),
+                tool_call("call-touch", "bash", json.dumps({"command": "touch ran.txt"})),
+            )
+        ]
+    )
+    runner = bash_runner(workspace, model)
+    SigintWhenSleeping(marker).start()
+
+    with pytest.raises(TurnInterrupted):
+        runner.run("two calls")
+
+    assert not (workspace / "ran.txt").exists()
+    assert runner.history[-2:] == [
+        tool_message(INTERRUPTED, "call-sleep"),
+        tool_message(INTERRUPTED, "call-touch"),
+    ]
+
+
+@dataclass
+class ReplUnderTest:
+    repl: Repl
+    conversation: Conversation
+    stderr: io.StringIO
+
+
+@pytest.fixture
+def repl_at_chapter_2(workspace: Path, loopback: LoopbackServer) -> Iterator[ReplUnderTest]:
+    """A REPL whose stderr console claims to be a terminal, so the spinner really runs."""
+    with ExitStack() as cleanup:
+        model = cleanup.enter_context(
+            OpenAIChatModel(
+                base_url=loopback.base_url, api_key=TEST_API_KEY, model=MODEL, max_retries=0
+            )
+        )
+        stderr = io.StringIO()
+        renderer = TerminalRenderer(
+            Console(file=io.StringIO(), width=100),
+            Console(file=stderr, width=100, force_terminal=True),
+            stream_answer=True,
+            markdown=True,
+        )
+        summary = RunSummary()
+        setup = ConversationSetup(
+            profile=profile_for_chapter(2),
+            settings=load_settings(workspace, {"base_url": loopback.base_url, "model": MODEL}),
+            workspace=workspace,
+            model=model,
+            approver=None,
+            sinks=[summary, renderer],
+        )
+        conversation = Conversation.open(setup)
+        cleanup.callback(conversation.close)
+        yield ReplUnderTest(
+            Repl(conversation, summary, renderer, model_name=MODEL), conversation, stderr
+        )
+
+
+def live_display_threads() -> list[threading.Thread]:
+    """Threads that keep redrawing a rich spinner or live answer."""
+    return [thread for thread in threading.enumerate() if type(thread).__name__ == "_RefreshThread"]
+
+
+def test_repl_reports_an_interrupted_tool_and_stops_its_spinner(
+    repl_at_chapter_2: ReplUnderTest, loopback: LoopbackServer, marker: str
+) -> None:
+    loopback.queue(tool_stream([("call-sleep", "bash", SLEEP)]))
+    SigintWhenSleeping(marker).start()
+
+    goes_on = repl_at_chapter_2.repl.handle("wait a minute")
+
+    assert goes_on
+    assert "interrupted; the conversation goes on" in repl_at_chapter_2.stderr.getvalue()
+    assert "error:" not in repl_at_chapter_2.stderr.getvalue()
+    assert wait_until(lambda: not live_display_threads(), timeout_s=2.0)  # stop() does not join
+    assert processes_with_marker(marker) == []
+
+
+def test_repl_turn_after_an_interrupt_carries_the_paired_result(
+    repl_at_chapter_2: ReplUnderTest, loopback: LoopbackServer, marker: str
+) -> None:
+    loopback.queue(tool_stream([("call-sleep", "bash", SLEEP)]), text_stream("fine"))
+    SigintWhenSleeping(marker).start()
+    repl_at_chapter_2.repl.handle("wait a minute")
+
+    repl_at_chapter_2.repl.handle("never mind")
+
+    sent = loopback.requests[1]["messages"]
+    assert {"role": "tool", "tool_call_id": "call-sleep", "content": INTERRUPTED} in sent
+    assert sent[-1] == {"role": "user", "content": "never mind"}
+
+
+def test_ctrl_c_while_the_model_answers_runs_no_tool_and_the_repl_goes_on(
+    repl_at_chapter_2: ReplUnderTest, loopback: LoopbackServer, workspace: Path
+) -> None:
+    released = threading.Event()
+
+    def interrupt_before_answering(_body: dict[str, Any]) -> Reply:
+        os.kill(os.getpid(), signal.SIGINT)
+        released.wait(WAIT_S)
+        return tool_stream([("call-touch", "bash", {"command": "touch ran.txt"})])
+
+    loopback.queue(interrupt_before_answering, text_stream("fresh start"))
+    try:
+        repl_at_chapter_2.repl.handle("first")
+    finally:
+        released.set()
+
+    repl_at_chapter_2.repl.handle("second")
+
+    assert "interrupted; the conversation goes on" in repl_at_chapter_2.stderr.getvalue()
+    assert not (workspace / "ran.txt").exists()
+    sent = [m for m in loopback.requests[1]["messages"] if m["role"] != "system"]
+    assert sent == [{"role": "user", "content": "first"}, {"role": "user", "content": "second"}]
+
+
+@dataclass
+class InterruptedRun:
+    exit_code: int
+    seconds_to_exit: float
+    stderr: str
+    leftovers: list[tuple[int, str]]
+
+
+def interrupt_cli_during_sleep(
+    workspace: Path, loopback: LoopbackServer, marker: str
+) -> InterruptedRun:
+    """`agent-tutorial run --chapter 2 --prompt …` as a subprocess; Ctrl-C once bash sleeps."""
+    loopback.queue(tool_stream([("call-sleep", "bash", SLEEP)]))
+    environment = {
+        **os.environ,
+        "OPENAI_BASE_URL": loopback.base_url,
+        "OPENAI_API_KEY": TEST_API_KEY,
+        "AGENT_TUTORIAL_MODEL": MODEL,
+    }
+    command = [sys.executable, "-m", "agent_tutorial", "run", "--chapter", "2", "--prompt", "wait"]
+    with subprocess.Popen(
+        command,
+        cwd=workspace,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as cli:
+        try:
+            assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
+            cli.send_signal(signal.SIGINT)
+            sent_at = time.monotonic()
+            _, stderr = cli.communicate(timeout=WAIT_S)
+            seconds = time.monotonic() - sent_at
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+    return InterruptedRun(cli.returncode, seconds, stderr.decode(), processes_with_marker(marker))
+
+
+def test_ctrl_c_in_a_one_shot_run_exits_130_within_two_seconds_leaving_nothing(
+    workspace: Path, loopback: LoopbackServer, marker: str
+) -> None:
+    run = interrupt_cli_during_sleep(workspace, loopback, marker)
+
+    assert run.exit_code == 130, run.stderr
+    assert run.seconds_to_exit < 2.0
+    assert run.leftovers == []
+    assert "error: interrupted" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_interrupted_one_shot_run_can_be_continued_with_its_paired_result(
+    workspace: Path, loopback: LoopbackServer, marker: str, run_cli: Any
+) -> None:
+    interrupt_cli_during_sleep(workspace, loopback, marker)
+    path = latest_session(workspace)
+    assert path is not None
+    saved = load_session(path, repair=False)
+    assert saved.history[-1] == tool_message(INTERRUPTED, "call-sleep")
+    assert saved.repaired == []
+    loopback.queue(text_stream("continued"))
+
+    result = run_cli("run", "--chapter", "2", "--continue", "--prompt", "go on")
+
+    assert result.exit_code == 0, result.stderr
+    sent = loopback.requests[-1]["messages"]
+    assert {"role": "tool", "tool_call_id": "call-sleep", "content": INTERRUPTED} in sent
+    assert isinstance(saved.history[-1], ToolMessage)

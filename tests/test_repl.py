@@ -1,0 +1,435 @@
+"""The REPL driven through prompt-toolkit's pipe input, against the loopback server with
+the real openai SDK: turns, slash commands, leaving, and the bottom toolbar."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from agent_tutorial.adapters.openai_chat import OpenAIChatModel
+from agent_tutorial.config import load_settings
+from agent_tutorial.conversation import Conversation, ConversationSetup
+from agent_tutorial.core.messages import assistant_message, from_wire, user_message
+from agent_tutorial.features.compaction import history_utf8_bytes
+from agent_tutorial.features.sessions import list_sessions, load_session
+from agent_tutorial.profiles import profile_for_chapter
+from agent_tutorial.render import RunSummary, TerminalRenderer, format_bytes
+from agent_tutorial.repl import SLASH_COMMANDS, Repl, SlashCompleter
+from tests.conftest import TEST_API_KEY
+from tests.loopback import LoopbackServer, error_reply, text_stream
+
+ENTER, ALT_ENTER, CTRL_C, CTRL_D = "\r", "\x1b\r", "\x03", "\x04"
+MODEL = "loopback-model"
+
+
+@dataclass
+class ReplHarness:
+    repl: Repl
+    conversation: Conversation
+    keys: PipeInput
+    stdout: io.StringIO
+    stderr: io.StringIO
+
+    def drive(self, *lines: str, then: str = "/exit" + ENTER) -> None:
+        """Type each line followed by Enter, then `then`, and run the REPL until it ends."""
+        self.keys.send_text("".join(line + ENTER for line in lines) + then)
+        self.repl.loop()
+
+    def err_text(self) -> str:
+        return self.stderr.getvalue()
+
+
+MakeRepl = Callable[..., ReplHarness]
+
+
+@pytest.fixture
+def make_repl(workspace: Path, loopback: LoopbackServer) -> Iterator[MakeRepl]:
+    with ExitStack() as cleanup:
+
+        def make(chapter: int = 8) -> ReplHarness:
+            settings = load_settings(workspace, {"base_url": loopback.base_url, "model": MODEL})
+            model = cleanup.enter_context(
+                OpenAIChatModel(
+                    base_url=loopback.base_url, api_key=TEST_API_KEY, model=MODEL, max_retries=0
+                )
+            )
+            stdout, stderr = io.StringIO(), io.StringIO()
+            summary = RunSummary()
+            renderer = TerminalRenderer(
+                Console(file=stdout, width=100),
+                Console(file=stderr, width=100),
+                stream_answer=True,
+                markdown=True,
+            )
+            setup = ConversationSetup(
+                profile=profile_for_chapter(chapter),
+                settings=settings,
+                workspace=workspace,
+                model=model,
+                approver=None,
+                sinks=[summary, renderer],
+            )
+            conversation = Conversation.open(setup)
+            cleanup.callback(conversation.close)
+            keys = cleanup.enter_context(create_pipe_input())
+            repl = Repl(
+                conversation, summary, renderer, model_name=MODEL, input=keys, output=DummyOutput()
+            )
+            return ReplHarness(repl, conversation, keys, stdout, stderr)
+
+        yield make
+
+
+def user_contents(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "user"]
+
+
+def without_system(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in body["messages"] if m["role"] != "system"]
+
+
+def toolbar_text(repl: Repl) -> str:
+    return "".join(fragment[1] for fragment in repl.toolbar())
+
+
+def test_second_turn_request_carries_the_first_turn(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("first answer"), text_stream("second answer"))
+    harness = make_repl()
+
+    harness.drive("first question", "second question")
+
+    assert len(loopback.requests) == 2
+    assert without_system(loopback.requests[1]) == [
+        {"role": "user", "content": "first question"},
+        {"role": "assistant", "content": "first answer"},
+        {"role": "user", "content": "second question"},
+    ]
+
+
+def test_answers_are_rendered_as_markdown(make_repl: MakeRepl, loopback: LoopbackServer) -> None:
+    loopback.queue(text_stream("# Plan\n\nShip **chapter two** today.\n", pieces=5))
+    harness = make_repl()
+
+    harness.drive("plan?")
+
+    shown = harness.stdout.getvalue()
+    assert "Ship chapter two today." in shown
+    assert "**" not in shown
+    assert "# Plan" not in shown
+    assert "Plan" in shown
+
+
+def test_answers_of_two_turns_stay_on_separate_lines(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("alpha"), text_stream("beta"))
+    harness = make_repl()
+
+    harness.drive("one", "two")
+
+    lines = [line.strip() for line in harness.stdout.getvalue().splitlines()]
+    assert "alpha" in lines
+    assert "beta" in lines
+
+
+def test_context_shows_canonical_and_request_sizes_and_usage(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("an answer", usage=(1234, 56)))
+    harness = make_repl()
+
+    harness.drive("a question", "/context")
+
+    shown = harness.stdout.getvalue()
+    canonical = history_utf8_bytes([user_message("a question"), assistant_message("an answer")])
+    requested = history_utf8_bytes([from_wire(m) for m in without_system(loopback.requests[0])])
+    assert re.search(rf"canonical history\s+2 messages, {format_bytes(canonical)}", shown)
+    assert re.search(rf"last request\s+{format_bytes(requested)} of history", shown)
+    assert re.search(r"summary threshold\s+48\.8 KB \(0% used\)", shown)
+    assert re.search(r"compaction\s+nothing compacted yet", shown)
+    assert re.search(r"artifacts\s+0 file\(s\), 0 B", shown)
+    assert re.search(r"last usage\s+1,234 prompt \+ 56 completion tokens", shown)
+
+
+def test_context_before_any_turn_reports_an_empty_history(make_repl: MakeRepl) -> None:
+    harness = make_repl(chapter=2)
+
+    harness.drive("/context")
+
+    shown = harness.stdout.getvalue()
+    assert re.search(r"canonical history\s+0 messages, 0 B", shown)
+    assert re.search(r"last usage\s+none reported yet", shown)
+    assert "summary threshold" not in shown
+
+
+def test_help_lists_every_command(make_repl: MakeRepl) -> None:
+    harness = make_repl()
+
+    harness.drive("/help")
+
+    shown = harness.stdout.getvalue()
+    for command in SLASH_COMMANDS:
+        assert re.search(rf"{re.escape(command.usage)}\s+{re.escape(command.help)}", shown)
+
+
+def test_unknown_command_says_so_and_sends_nothing(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    harness = make_repl()
+
+    harness.drive("/frobnicate now")
+
+    assert "unknown command /frobnicate; try /help" in harness.stderr.getvalue()
+    assert loopback.requests == []
+
+
+def test_clear_starts_a_new_empty_session(make_repl: MakeRepl, loopback: LoopbackServer) -> None:
+    loopback.queue(text_stream("old answer"), text_stream("new answer"))
+    harness = make_repl()
+    first_id = harness.conversation.session_id
+
+    harness.drive("old question", "/clear", "new question")
+
+    second_id = harness.conversation.session_id
+    assert second_id != first_id
+    assert f"new session {second_id}" in harness.stderr.getvalue()
+    assert without_system(loopback.requests[1]) == [{"role": "user", "content": "new question"}]
+    saved = list_sessions(harness.conversation.setup.workspace)
+    assert {info.session_id: info.turns for info in saved} == {first_id: 1, second_id: 1}
+
+
+def test_clear_forgets_the_previous_usage(make_repl: MakeRepl, loopback: LoopbackServer) -> None:
+    loopback.queue(text_stream("answer", usage=(777, 7)))
+    harness = make_repl()
+
+    harness.drive("question", "/clear", "/context")
+
+    shown = harness.stdout.getvalue()
+    assert re.search(r"canonical history\s+0 messages", shown)
+    assert re.search(r"last usage\s+none reported yet", shown)
+
+
+def test_exit_leaves_before_later_input_is_sent(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    harness = make_repl()
+
+    harness.drive("/exit", then="never sent" + ENTER)
+
+    assert loopback.requests == []
+
+
+def test_ctrl_d_leaves(make_repl: MakeRepl, loopback: LoopbackServer) -> None:
+    harness = make_repl()
+
+    harness.drive(then=CTRL_D + "never sent" + ENTER)
+
+    assert loopback.requests == []
+
+
+def test_ctrl_c_twice_at_an_empty_prompt_leaves(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    harness = make_repl()
+
+    harness.drive(then=CTRL_C + CTRL_C + "never sent" + ENTER)
+
+    assert "press Ctrl-C again" in harness.stderr.getvalue()
+    assert loopback.requests == []
+
+
+def test_ctrl_c_on_a_draft_discards_only_the_draft(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl()
+
+    harness.drive(then="half a thought" + CTRL_C + "the real question" + ENTER + "/exit" + ENTER)
+
+    assert [user_contents(body) for body in loopback.requests] == [["the real question"]]
+    assert "press Ctrl-C again" not in harness.stderr.getvalue()
+
+
+def test_alt_enter_inserts_a_newline_instead_of_sending(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl()
+
+    harness.drive("first line" + ALT_ENTER + "second line")
+
+    assert user_contents(loopback.requests[0]) == ["first line\nsecond line"]
+
+
+def test_session_file_holds_both_turns(make_repl: MakeRepl, loopback: LoopbackServer) -> None:
+    loopback.queue(text_stream("answer one"), text_stream("answer two"))
+    harness = make_repl()
+
+    harness.drive("question one", "question two")
+
+    [info] = list_sessions(harness.conversation.setup.workspace)
+    assert info.session_id == harness.conversation.session_id
+    assert info.turns == 2
+    history = load_session(info.path, repair=False).history
+    assert history == (
+        user_message("question one"),
+        assistant_message("answer one"),
+        user_message("question two"),
+        assistant_message("answer two"),
+    )
+
+
+def test_prompts_are_remembered_in_the_workspace_history_file(
+    make_repl: MakeRepl, loopback: LoopbackServer, workspace: Path
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl()
+
+    harness.drive("remember this prompt")
+
+    assert "+remember this prompt" in (workspace / ".agent_tutorial" / "history").read_text()
+
+
+def test_toolbar_at_chapter_8_shows_chapter_session_and_percentage(make_repl: MakeRepl) -> None:
+    harness = make_repl(chapter=8)
+
+    text = toolbar_text(harness.repl)
+
+    assert text.startswith(" ch8 · loopback-model · session ")
+    assert harness.conversation.session_id in text
+    assert re.search(r"\b\d+% of summary threshold", text)
+
+
+def test_toolbar_before_chapter_8_has_no_threshold(make_repl: MakeRepl) -> None:
+    harness = make_repl(chapter=2)
+
+    text = toolbar_text(harness.repl)
+
+    assert " ch2 · " in text
+    assert "%" not in text
+
+
+SUMMARY = {
+    "current_goal": "ship the REPL",
+    "key_findings": ["the REPL works"],
+    "files_read_or_changed": [],
+    "remaining_work": ["write docs"],
+    "user_constraints": [],
+}
+
+
+def test_compact_summarises_with_the_focus_and_the_next_request_starts_from_it(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(
+        text_stream("earlier answer"), text_stream(json.dumps(SUMMARY)), text_stream("ok")
+    )
+    harness = make_repl(chapter=8)
+
+    harness.drive("earlier question", "/compact the docs", "next question")
+
+    summary_request = loopback.requests[1]
+    assert summary_request["messages"][-2]["content"].endswith("the docs")
+    assert "compacted; transcript .agent_tutorial/artifacts/transcript-" in harness.err_text()
+    next_request = without_system(loopback.requests[2])
+    assert next_request == [{"role": "user", "content": "next question"}]
+    assert "ship the REPL" in loopback.requests[2]["messages"][1]["content"]
+    assert "summary 1" in toolbar_text(harness.repl)
+
+
+def test_context_lists_each_compaction_layer_that_acted(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("earlier answer"), text_stream(json.dumps(SUMMARY)))
+    harness = make_repl(chapter=8)
+
+    harness.drive("earlier question", "/compact", "/context")
+
+    shown = harness.stdout.getvalue()
+    assert re.search(r"^\s+summary\s+1×, \d+ item\(s\), [\d.]+ K?B saved", shown, re.MULTILINE)
+    assert "nothing compacted yet" not in shown
+    assert re.search(r"artifacts\s+1 file\(s\), [\d.]+ K?B", shown)
+
+
+def test_a_resumed_session_starts_from_its_summary_instead_of_summarising_again(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(
+        text_stream("earlier answer"), text_stream(json.dumps(SUMMARY)), text_stream("ok")
+    )
+    harness = make_repl(chapter=8)
+    summarised_id = harness.conversation.session_id
+
+    harness.drive("earlier question", "/compact", "/clear", f"/resume {summarised_id}", "next")
+
+    assert len(loopback.requests) == 3
+    resumed_request = loopback.requests[2]["messages"]
+    assert "ship the REPL" in resumed_request[1]["content"]
+    assert without_system(loopback.requests[2]) == [{"role": "user", "content": "next"}]
+
+
+def test_compact_before_chapter_8_explains_and_sends_nothing(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl(chapter=2)
+
+    harness.drive("hello", "/compact")
+
+    assert "compaction arrives in chapter 8" in harness.stderr.getvalue()
+    assert len(loopback.requests) == 1
+
+
+def test_resume_command_continues_a_saved_session(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("saved answer"), text_stream("resumed answer"))
+    earlier = make_repl()
+    earlier.drive("saved question")
+    earlier.conversation.close()
+    saved_id = earlier.conversation.session_id
+    harness = make_repl()
+
+    harness.drive("/sessions", f"/resume {saved_id[:4]}", "follow-up")
+
+    assert saved_id in harness.stdout.getvalue()
+    assert f"resumed {saved_id}: 2 messages" in harness.stderr.getvalue()
+    assert user_contents(loopback.requests[1]) == ["saved question", "follow-up"]
+    assert harness.conversation.session_id == saved_id
+
+
+def test_model_error_is_one_line_and_the_repl_goes_on(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(
+        error_reply(401, {"error": {"message": "bad key"}}), text_stream("second try works")
+    )
+    harness = make_repl()
+
+    harness.drive("first", "second")
+
+    errors = [line for line in harness.stderr.getvalue().splitlines() if "error:" in line]
+    assert len(errors) == 1
+    assert "Traceback" not in harness.stderr.getvalue()
+    assert "second try works" in harness.stdout.getvalue()
+
+
+def test_slash_completion_offers_the_matching_commands() -> None:
+    completions = SlashCompleter().get_completions(Document("/c"), CompleteEvent())
+
+    assert [completion.text for completion in completions] == ["/context", "/compact", "/clear"]

@@ -1,0 +1,264 @@
+"""`run --continue`, `run --resume ID` and `sessions list|show` through the real CLI, against
+the loopback server; damaged session files (torn line, NUL bytes, a crash mid-tool-call)
+resume cleanly."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agent_tutorial.core.messages import (
+    ChatMessage,
+    assistant_message,
+    from_wire,
+    to_wire,
+    tool_call,
+    user_message,
+    validate_tool_pairing,
+)
+from agent_tutorial.features.sessions import INTERRUPTED_RESULT, SessionMeta, list_sessions
+from tests.conftest import CliRun
+from tests.loopback import LoopbackServer, text_stream
+
+RunCli = Any
+
+
+def conversation(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A request's messages without the system prompt."""
+    return [message for message in body["messages"] if message["role"] != "system"]
+
+
+def run_once(run_cli: RunCli, loopback: LoopbackServer, prompt: str, answer: str) -> CliRun:
+    loopback.queue(text_stream(answer))
+    result: CliRun = run_cli("run", "--chapter", "2", "--prompt", prompt)
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+def only_session_id(workspace: Path) -> str:
+    [info] = list_sessions(workspace)
+    return info.session_id
+
+
+def session_lines(path: Path) -> list[dict[str, Any]]:
+    data = path.read_bytes()
+    assert data.endswith(b"\n")
+    return [orjson.loads(line) for line in data.splitlines()]
+
+
+def test_continue_sends_the_earlier_turns_again(run_cli: RunCli, loopback: LoopbackServer) -> None:
+    run_once(run_cli, loopback, "What is in the repo?", "A tutorial agent.")
+    loopback.queue(text_stream("Eight chapters."))
+
+    result = run_cli("run", "--chapter", "2", "--continue", "--prompt", "How many chapters?")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "Eight chapters."
+    assert conversation(loopback.requests[1]) == [
+        {"role": "user", "content": "What is in the repo?"},
+        {"role": "assistant", "content": "A tutorial agent."},
+        {"role": "user", "content": "How many chapters?"},
+    ]
+
+
+def test_continue_appends_to_the_same_session(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "first", "one")
+    loopback.queue(text_stream("two"))
+
+    run_cli("run", "--chapter", "2", "--continue", "--prompt", "second")
+
+    [info] = list_sessions(workspace)
+    assert info.turns == 2
+    assert info.first_prompt == "first"
+
+
+def test_resume_picks_the_named_session_not_the_latest(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "about apples", "apples are red")
+    apples = only_session_id(workspace)
+    run_once(run_cli, loopback, "about pears", "pears are green")
+    loopback.queue(text_stream("still red"))
+
+    result = run_cli("run", "--chapter", "2", "--resume", apples[:5], "--prompt", "and now?")
+
+    assert result.exit_code == 0, result.stderr
+    assert conversation(loopback.requests[2]) == [
+        {"role": "user", "content": "about apples"},
+        {"role": "assistant", "content": "apples are red"},
+        {"role": "user", "content": "and now?"},
+    ]
+
+
+def test_continue_without_a_saved_session_is_a_usage_error(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    result = run_cli("run", "--chapter", "2", "--continue", "--prompt", "hello")
+
+    assert result.exit_code == 2
+    assert "no saved session to continue" in result.stderr
+    assert loopback.requests == []
+
+
+def test_resume_with_an_unknown_id_is_a_usage_error(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    run_once(run_cli, loopback, "hello", "hi")
+
+    result = run_cli("run", "--chapter", "2", "--resume", "ffffffff", "--prompt", "again")
+
+    assert result.exit_code == 2
+    assert "no session id starts with 'ffffffff'" in result.stderr
+    assert len(loopback.requests) == 1
+
+
+def test_sessions_list_shows_id_chapter_turns_and_first_prompt(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "Explain the loop", "It is a paragraph.")
+    session_id = only_session_id(workspace)
+
+    result = run_cli("sessions", "list")
+
+    assert result.exit_code == 0
+    [header, row] = result.stdout.strip().splitlines()
+    assert header.split() == ["id", "started", "chapter", "turns", "first", "prompt"]
+    cells = row.split()
+    assert cells[0] == session_id
+    assert cells[3:] == ["2", "1", "Explain", "the", "loop"]
+
+
+def test_sessions_list_without_sessions_says_so(run_cli: RunCli) -> None:
+    result = run_cli("sessions", "list")
+
+    assert result.exit_code == 0
+    assert result.stdout.strip() == "no saved sessions in this workspace"
+
+
+def test_sessions_show_prints_every_message(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "Explain the loop", "It is a paragraph.")
+    session_id = only_session_id(workspace)
+
+    result = run_cli("sessions", "show", session_id)
+
+    assert result.exit_code == 0
+    rows = re.findall(r"^│ (\d) │ (\w+)\s+│ (.+?)\s+│$", result.stdout, re.MULTILINE)
+    assert rows == [("1", "user", "Explain the loop"), ("2", "assistant", "It is a paragraph.")]
+
+
+def test_sessions_show_with_an_unknown_id_is_a_usage_error(run_cli: RunCli) -> None:
+    result = run_cli("sessions", "show", "abc")
+
+    assert result.exit_code == 2
+    assert "no session id starts with 'abc'" in result.stderr
+
+
+def test_session_cut_in_the_middle_of_its_last_line_resumes_cleanly(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "first", "one")
+    [info] = list_sessions(workspace)
+    with info.path.open("ab") as file:
+        file.write(b'{"type": "message", "message": {"role": "user", "cont')
+    loopback.queue(text_stream("two"))
+
+    result = run_cli("run", "--chapter", "2", "--continue", "--prompt", "second")
+
+    assert result.exit_code == 0, result.stderr
+    assert "session repaired: cut a torn last line" in result.stderr
+    assert [m["content"] for m in conversation(loopback.requests[1])] == ["first", "one", "second"]
+    assert session_lines(info.path)[-1]["message"] == {"role": "assistant", "content": "two"}
+
+
+def test_session_ending_in_nul_bytes_resumes_cleanly(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "first", "one")
+    [info] = list_sessions(workspace)
+    with info.path.open("ab") as file:
+        file.write(b"\0" * 4096)
+    loopback.queue(text_stream("two"))
+
+    result = run_cli("run", "--chapter", "2", "--continue", "--prompt", "second")
+
+    assert result.exit_code == 0, result.stderr
+    assert "session repaired: removed 4096 NUL bytes" in result.stderr
+    assert [m["content"] for m in conversation(loopback.requests[1])] == ["first", "one", "second"]
+    assert b"\0" not in info.path.read_bytes()
+    assert session_lines(info.path)[-1]["message"] == {"role": "assistant", "content": "two"}
+
+
+def write_crashed_session(workspace: Path, base_url: str) -> Path:
+    """A session as a crash leaves it: the model asked for a tool, no result was written."""
+    meta = SessionMeta.new(2, "loopback-model", base_url, session_id="0badc0de")
+    messages: list[ChatMessage] = [
+        user_message("list the files"),
+        assistant_message(None, (tool_call("call-ls", "bash", json.dumps({"command": "ls"})),)),
+    ]
+    directory = workspace / ".agent_tutorial" / "sessions"
+    directory.mkdir(parents=True)
+    path = directory / meta.file_name()
+    records = [meta.to_record(), *({"type": "message", "message": to_wire(m)} for m in messages)]
+    path.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in records))
+    return path
+
+
+def test_crash_between_tool_call_and_result_resumes_with_a_paired_interrupted_result(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    path = write_crashed_session(workspace, loopback.base_url)
+    loopback.queue(text_stream("the listing was interrupted"))
+
+    result = run_cli("run", "--chapter", "2", "--resume", "0badc0de", "--prompt", "try again")
+
+    assert result.exit_code == 0, result.stderr
+    assert "added an interrupted result for tool call 'call-ls'" in result.stderr
+    sent = conversation(loopback.requests[0])
+    validate_tool_pairing([from_wire(message) for message in sent])
+    assert sent[2] == {"role": "tool", "tool_call_id": "call-ls", "content": INTERRUPTED_RESULT}
+    assert sent[3] == {"role": "user", "content": "try again"}
+    assert session_lines(path)[3]["message"]["content"] == INTERRUPTED_RESULT
+
+
+def test_resuming_reports_start_up_warnings_once(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / "skills" / "broken").mkdir(parents=True)
+    (workspace / "skills" / "broken" / "SKILL.md").write_text("no front matter here\n")
+    loopback.queue(text_stream("one"), text_stream("two"))
+    run_cli("run", "--chapter", "7", "--prompt", "first")
+
+    result = run_cli("run", "--chapter", "7", "--continue", "--prompt", "second")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.count("skill skipped") == 1
+
+
+def test_an_unreadable_summary_record_resumes_with_the_whole_history(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "first", "one")
+    [info] = list_sessions(workspace)
+    damaged = {
+        "type": "compaction",
+        "layer": "summary",
+        "text": "summarised 2 messages",
+        "details": {"summary_content": "not a summary", "covered_messages": 2},
+    }
+    with info.path.open("ab") as file:
+        file.write(orjson.dumps(damaged) + b"\n")
+    loopback.queue(text_stream("two"))
+
+    result = run_cli("run", "--chapter", "8", "--continue", "--prompt", "second")
+
+    assert result.exit_code == 0, result.stderr
+    assert "summary not restored" in result.stderr
+    assert [m["content"] for m in conversation(loopback.requests[1])] == ["first", "one", "second"]
