@@ -101,7 +101,7 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         events=events,
         workspace=workspace,
     )
-    _add_core_tools(profile, tools, workspace)
+    _add_core_tools(profile, tools, workspace, deps.settings)
     hooks = (
         HookRegistry.from_config(deps.settings.hooks, workspace)
         if Capability.HOOKS in profile
@@ -157,9 +157,12 @@ def _show_plan(events: EventBus, items: tuple[TodoItem, ...]) -> None:
     events.emit(Notice("info", "Plan:\n" + (render_plan(items) or "(cleared)")))
 
 
-def _add_core_tools(profile: ChapterProfile, tools: ToolRegistry, workspace: Path) -> None:
+def _add_core_tools(
+    profile: ChapterProfile, tools: ToolRegistry, workspace: Path, settings: Settings
+) -> None:
     if Capability.BASH in profile:
-        tools.register(bash_tool(workspace))
+        secrets = {"OPENAI_API_KEY", settings.api_key_env}
+        tools.register(bash_tool(workspace, hidden_env=secrets))
     if Capability.FILE_TOOLS in profile:
         for tool in file_tools(workspace):
             tools.register(tool)

@@ -252,3 +252,35 @@ def test_missing_settings_are_all_named_with_exit_2(
         assert name in result.stderr
     assert "Traceback" not in result.stderr
     assert loopback.requests == []
+
+
+def test_bash_commands_do_not_see_the_agents_api_key(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(
+        tool_stream([("c1", "bash", {"command": "echo key=${OPENAI_API_KEY:-hidden}"})]),
+        text_stream("done"),
+    )
+
+    run_cli("run", "--chapter", "1", "--prompt", "print the key")
+
+    tool_reply = next(m for m in loopback.requests[1]["messages"] if m["role"] == "tool")
+    assert "key=hidden" in tool_reply["content"]
+    assert TEST_API_KEY not in tool_reply["content"]
+
+
+def test_stream_json_prints_one_event_per_line(run_cli: RunCli, loopback: LoopbackServer) -> None:
+    loopback.queue(tool_stream([("c1", "glob", {"pattern": "*"})]), text_stream("done"))
+
+    result = run_cli("run", "-c", "2", "-p", "go", "--output-format", "stream-json")
+
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    types = [record["type"] for record in records]
+    assert types[0] == "message"  # the user prompt entering history
+    assert {"turn_started", "text_delta", "model_reply", "tool_started", "tool_finished"} <= set(
+        types
+    )
+    finished = next(record for record in records if record["type"] == "tool_finished")
+    assert finished["name"] == "glob" and finished["is_error"] is False
+    assert records[-1]["type"] == "message"
+    assert records[-1]["message"] == {"role": "assistant", "content": "done"}

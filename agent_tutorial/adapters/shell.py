@@ -11,7 +11,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -39,9 +39,15 @@ class CommandResult:
 
 
 def run_command(
-    command: str, *, cwd: Path, timeout_s: float, output_cap_bytes: int = 30_000
+    command: str,
+    *,
+    cwd: Path,
+    timeout_s: float,
+    output_cap_bytes: int = 30_000,
+    env: Mapping[str, str] | None = None,
 ) -> CommandResult:
-    """Run `command` with `bash -c` in `cwd`: stdin empty, stdout and stderr merged.
+    """Run `command` with `bash -c` in `cwd`: stdin empty, stdout and stderr merged, with
+    `env` as its environment (default: ours).
 
     Output beyond `output_cap_bytes` keeps its first and last halves. On timeout, on
     KeyboardInterrupt (re-raised) and after a normal exit alike, every process left in the
@@ -54,7 +60,7 @@ def run_command(
     output = _HeadTailBuffer(output_cap_bytes)
     latch = _CtrlCLatch()
     try:
-        process = _start_bash(command, cwd)
+        process = _start_bash(command, cwd, env)
     except BaseException:
         latch.release()
         raise
@@ -75,10 +81,11 @@ def run_command(
     )
 
 
-def _start_bash(command: str, cwd: Path) -> subprocess.Popen[bytes]:
+def _start_bash(command: str, cwd: Path, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         ["bash", "-c", command],
         cwd=cwd,
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -10,7 +10,7 @@ import codecs
 import os
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -113,7 +113,9 @@ class GrepInput(_ToolInput):
     )
 
 
-def bash_tool(workspace: Path) -> ToolDefinition:
+def bash_tool(workspace: Path, *, hidden_env: Collection[str] = ()) -> ToolDefinition:
+    """`hidden_env` names variables commands must not see: the agent's own API key would
+    otherwise be one `env` away from the conversation and the session log."""
     return ToolDefinition(
         name="bash",
         description=(
@@ -124,7 +126,7 @@ def bash_tool(workspace: Path) -> ToolDefinition:
             "read_file, glob and grep for reading and searching files."
         ),
         input_model=BashInput,
-        handler=partial(_run_bash, workspace),
+        handler=partial(_run_bash, workspace, frozenset(hidden_env)),
         effect="execute",
         subject_field="command",
     )
@@ -205,12 +207,13 @@ def search_tools(workspace: Path) -> list[ToolDefinition]:
 # bash
 
 
-def _run_bash(workspace: Path, arguments: BashInput) -> ToolResult:
+def _run_bash(workspace: Path, hidden_env: frozenset[str], arguments: BashInput) -> ToolResult:
     result = run_command(
         arguments.command,
         cwd=workspace,
         timeout_s=arguments.timeout_s,
         output_cap_bytes=BASH_OUTPUT_CAP_BYTES,
+        env={name: value for name, value in os.environ.items() if name not in hidden_env},
     )
     if result.timed_out:
         raise ToolFailure(
