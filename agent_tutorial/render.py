@@ -21,7 +21,6 @@ from rich.text import Text
 from agent_tutorial.core.events import (
     CompactionApplied,
     Event,
-    MessageAppended,
     ModelReplied,
     NestedEvent,
     Notice,
@@ -30,8 +29,8 @@ from agent_tutorial.core.events import (
     ToolFinished,
     ToolStarted,
     TurnStarted,
+    event_record,
 )
-from agent_tutorial.core.messages import to_wire
 from agent_tutorial.core.model import ZERO_USAGE, Usage
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.artifact_catalog import ArtifactInfo
@@ -243,59 +242,6 @@ class StreamJsonSink:
         if record is not None:
             self.file.write(orjson.dumps(record).decode() + "\n")
             self.file.flush()
-
-
-def event_record(event: Event) -> dict[str, Any] | None:
-    if isinstance(event, NestedEvent):
-        inner = event_record(event.event)
-        return None if inner is None else {**inner, "depth": event.depth}
-    if isinstance(event, TurnStarted):
-        return {"type": "turn_started", "turn": event.turn}
-    if isinstance(event, TextDelta):
-        return {"type": "text_delta", "text": event.text}
-    if isinstance(event, MessageAppended):
-        return {"type": "message", "message": to_wire(event.message)}
-    if isinstance(event, ModelReplied):
-        usage = None if event.usage is None else _usage_record(event.usage)
-        return {"type": "model_reply", "finish_reason": event.finish_reason, "usage": usage}
-    if isinstance(event, ToolStarted):
-        return {"type": "tool_started", "id": event.call.id, "name": event.call.name}
-    if isinstance(event, ToolFinished):
-        return {
-            "type": "tool_finished",
-            "id": event.call.id,
-            "name": event.call.name,
-            "is_error": event.result.is_error,
-            "error_code": event.result.error_code,
-            "bytes": len(event.result.content.encode()),
-            "seconds": round(event.seconds, 3),
-        }
-    if isinstance(event, CompactionApplied):
-        return {
-            "type": "compaction",
-            "layer": event.layer,
-            "text": event.text,
-            "count": event.count,
-            "bytes_saved": event.bytes_saved,
-        }
-    if isinstance(event, PermissionDecided):
-        return {
-            "type": "permission",
-            "tool": event.tool,
-            "subject": event.subject,
-            "decision": event.decision,
-            "reason": event.reason,
-            "source": event.source,
-        }
-    return {"type": "notice", "level": event.level, "text": event.text}
-
-
-def _usage_record(usage: Usage) -> dict[str, int]:
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-    }
 
 
 @contextmanager

@@ -44,6 +44,8 @@ from agent_tutorial.core.events import (
     ModelReplied,
     Notice,
     PermissionDecided,
+    event_record,
+    usage_record,
 )
 from agent_tutorial.core.messages import (
     AssistantMessage,
@@ -455,37 +457,15 @@ def latest_session(workspace: Path) -> Path | None:
     return next((info.path for info in list_sessions(workspace) if info.turns), None)
 
 
+# Streamed text, tool start/finish and turns are not kept: the messages already hold them.
+_LOGGED_EVENTS = (MessageAppended, CompactionApplied, Notice, PermissionDecided)
+
+
 def _event_record(event: Event) -> Record | None:
-    if isinstance(event, MessageAppended):
-        return _message_record(event.message)
+    if isinstance(event, _LOGGED_EVENTS):
+        return event_record(event)
     if isinstance(event, ModelReplied) and event.usage is not None:
-        usage = event.usage
-        return {
-            "type": "usage",
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens,
-        }
-    if isinstance(event, CompactionApplied):
-        return {
-            "type": "compaction",
-            "layer": event.layer,
-            "text": event.text,
-            "count": event.count,
-            "bytes_saved": event.bytes_saved,
-            "details": dict(event.details),
-        }
-    if isinstance(event, Notice):
-        return {"type": "notice", "level": event.level, "text": event.text}
-    if isinstance(event, PermissionDecided):
-        return {
-            "type": "permission",
-            "tool": event.tool,
-            "subject": event.subject,
-            "decision": event.decision,
-            "reason": event.reason,
-            "source": event.source,
-        }
+        return {"type": "usage", **usage_record(event.usage)}
     return None  # text deltas, tool start/finish, turns, subagent events
 
 
