@@ -1,0 +1,458 @@
+"""Chapter 8 end to end: `agent-tutorial run --chapter 8 -y` against the loopback server with
+the real openai SDK, asserting on the request bodies the server saw and on the files on disk."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_tutorial.core.messages import tool_call
+from agent_tutorial.core.tools import ToolRegistry
+from agent_tutorial.features.builtin_tools import file_tools
+from agent_tutorial.features.compaction import COMPACTED_TOOL_RESULT, SUMMARY_SYSTEM_PROMPT
+from tests.conftest import CliRun
+from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
+from tests.test_error_classification import OVERFLOW_REPLIES
+
+RunCli = Callable[..., CliRun]
+Body = dict[str, Any]
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(".agent_tutorial/artifacts")
+SUMMARY = {
+    "current_goal": "Read the project files and report on them.",
+    "key_findings": ["The files hold numbered filler lines."],
+    "files_read_or_changed": ["big.txt"],
+    "remaining_work": ["Write the report."],
+    "user_constraints": ["Do not change any file."],
+}
+LARGE_READ_COUNT = 3
+"""Reads of about 20 KB: three of them exceed the 50,000-byte summary threshold."""
+
+
+# --- the workspace and the expected tool output ------------------------------------------
+
+
+def write_text_file(workspace: Path, name: str, size: int) -> str:
+    """An ASCII file of `size` bytes (rounded down to whole 100-byte lines, each naming the
+    file and its number); returns its name."""
+    lines = [f"{name} {number:05d} ".ljust(99, "x") + "\n" for number in range(size // 100)]
+    (workspace / name).write_text("".join(lines))
+    return name
+
+
+def read_file_output(workspace: Path, path: str) -> str:
+    """What the real `read_file` tool returns for `path`: the bytes the model would see."""
+    result = ToolRegistry(file_tools(workspace)).run(
+        tool_call("expected", "read_file", json.dumps({"path": path}))
+    )
+    assert not result.is_error, result.content
+    return result.content
+
+
+def read_call(call_id: str, path: str) -> Reply:
+    return tool_stream([(call_id, "read_file", {"path": path})])
+
+
+def summary_reply(summary: dict[str, Any] | None = None) -> Reply:
+    return text_stream(json.dumps(summary or SUMMARY))
+
+
+# --- what the loopback server saw --------------------------------------------------------
+
+
+def is_summary_request(body: Body) -> bool:
+    return not body.get("tools") and body["messages"][0]["content"] == SUMMARY_SYSTEM_PROMPT
+
+
+def request_kinds(loopback: LoopbackServer) -> list[str]:
+    return ["summary" if is_summary_request(body) else "agent" for body in loopback.requests]
+
+
+def tool_contents(body: Body) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in body["messages"] if m["role"] == "tool"}
+
+
+def artifact_files(workspace: Path, kind: str) -> list[Path]:
+    return sorted((workspace / ARTIFACTS).glob(f"{kind}-*"))
+
+
+def artifact_id(path: Path) -> str:
+    """`tool-result-<id>.txt` or `transcript-<id>.jsonl` → `<id>`."""
+    return path.stem.removeprefix("tool-result-").removeprefix("transcript-")
+
+
+def session_messages(workspace: Path) -> list[Body]:
+    (session,) = (workspace / ".agent_tutorial" / "sessions").glob("*.jsonl")
+    records = [json.loads(line) for line in session.read_text().splitlines()]
+    return [record["message"] for record in records if record["type"] == "message"]
+
+
+def persisted_block(relative_path: str, full: str) -> str:
+    """The exact message layer 1 leaves for an ASCII result (bytes and characters agree)."""
+    return (
+        "<persisted-tool-result>\n"
+        f"path: {relative_path}\n"
+        f"original_bytes: {len(full.encode())}\n"
+        "head_preview:\n"
+        f"{full[:2_000]}\n"
+        "tail_preview:\n"
+        f"{full[-2_000:]}\n"
+        "</persisted-tool-result>"
+    )
+
+
+def run_chapter_8(run_cli: RunCli, *extra: str) -> CliRun:
+    return run_cli("run", "--chapter", "8", "-y", "--prompt", "Read the files.", *extra)
+
+
+# --- layer 1: persist --------------------------------------------------------------------
+
+
+def test_large_read_is_persisted_before_the_next_request(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    path = write_text_file(workspace, "big.txt", 36_000)
+    full = read_file_output(workspace, path)
+    loopback.queue(read_call("read-big", path), text_stream("done"))
+
+    result = run_chapter_8(run_cli)
+
+    assert result.exit_code == 0, result.stderr
+    (artifact,) = artifact_files(workspace, "tool-result")
+    assert artifact.read_bytes() == full.encode()
+    expected = persisted_block((ARTIFACTS / artifact.name).as_posix(), full)
+    assert tool_contents(loopback.requests[1]) == {"read-big": expected}
+
+
+def test_canonical_history_keeps_the_preview_not_the_full_result(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    path = write_text_file(workspace, "big.txt", 36_000)
+    full = read_file_output(workspace, path)
+    loopback.queue(read_call("read-big", path), text_stream("done"))
+
+    run_chapter_8(run_cli)
+
+    (artifact,) = artifact_files(workspace, "tool-result")
+    (tool_message,) = [m for m in session_messages(workspace) if m["role"] == "tool"]
+    assert tool_message["content"] == persisted_block((ARTIFACTS / artifact.name).as_posix(), full)
+
+
+def test_model_can_read_a_persisted_result_back_from_its_path(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    path = write_text_file(workspace, "big.txt", 36_000)
+
+    def read_the_artifact(body: Body) -> Reply:
+        preview = tool_contents(body)["read-big"]
+        artifact = preview.splitlines()[1].removeprefix("path: ")
+        return tool_stream([("read-back", "read_file", {"path": artifact, "offset": 200})])
+
+    loopback.queue(read_call("read-big", path), read_the_artifact, text_stream("done"))
+
+    result = run_chapter_8(run_cli)
+
+    assert result.exit_code == 0, result.stderr
+    read_back = tool_contents(loopback.requests[2])["read-back"]
+    assert read_back.startswith("200\t200\tbig.txt 00199 x")
+
+
+def test_json_output_counts_the_persisted_result_and_the_bytes_saved(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    path = write_text_file(workspace, "big.txt", 36_000)
+    full = read_file_output(workspace, path)
+    loopback.queue(read_call("read-big", path), text_stream("done"))
+
+    result = run_chapter_8(run_cli, "--output-format", "json")
+
+    assert result.exit_code == 0, result.stderr
+    compaction = json.loads(result.stdout)["compaction"]
+    kept = tool_contents(loopback.requests[1])["read-big"]
+    saved = len(full.encode()) - len(kept.encode())
+    assert compaction["persist"] == {"events": 1, "count": 1, "bytes_saved": saved}
+    assert all(layer["events"] == 0 for name, layer in compaction.items() if name != "persist")
+
+
+# --- layer 3: micro ----------------------------------------------------------------------
+
+
+def test_after_five_reads_the_first_two_results_are_cleared(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    paths = [write_text_file(workspace, f"notes{n}.txt", 4_000) for n in range(1, 6)]
+    outputs = {f"read-{n}": read_file_output(workspace, p) for n, p in enumerate(paths, 1)}
+    loopback.queue(
+        *(read_call(f"read-{n}", path) for n, path in enumerate(paths, 1)), text_stream("done")
+    )
+
+    result = run_chapter_8(run_cli)
+
+    assert result.exit_code == 0, result.stderr
+    assert request_kinds(loopback) == ["agent"] * 6
+    assert tool_contents(loopback.requests[5]) == {
+        "read-1": COMPACTED_TOOL_RESULT,
+        "read-2": COMPACTED_TOOL_RESULT,
+        "read-3": outputs["read-3"],
+        "read-4": outputs["read-4"],
+        "read-5": outputs["read-5"],
+    }
+    canonical = {
+        m["tool_call_id"]: m["content"] for m in session_messages(workspace) if m["role"] == "tool"
+    }
+    assert canonical == outputs
+    assert "micro: 2 results cleared" in result.stderr
+
+
+# --- layer 4: summary --------------------------------------------------------------------
+
+
+def queue_large_reads(loopback: LoopbackServer, workspace: Path, count: int) -> None:
+    path = write_text_file(workspace, "large.txt", 20_000)
+    loopback.queue(*(read_call(f"large-{n}", path) for n in range(1, count + 1)))
+
+
+class _AnyPath:
+    """Equal to any artifacts-relative transcript path (the id is random)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.startswith(f"{ARTIFACTS.as_posix()}/transcript-")
+
+    def __repr__(self) -> str:
+        return "<a transcript path>"
+
+
+ANY_PATH = _AnyPath()
+
+
+def test_three_large_reads_trigger_one_tool_free_summary_request(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    queue_large_reads(loopback, workspace, LARGE_READ_COUNT)
+    loopback.queue(summary_reply(), text_stream("done"))
+
+    result = run_chapter_8(run_cli)
+
+    assert result.exit_code == 0, result.stderr
+    assert request_kinds(loopback) == ["agent", "agent", "agent", "summary", "agent"]
+    summary_request = loopback.requests[3]
+    assert summary_request["messages"][0] == {"role": "system", "content": SUMMARY_SYSTEM_PROMPT}
+    assert not summary_request.get("tools")
+
+
+def test_the_request_after_a_summary_carries_it_and_its_transcript_on_disk(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    queue_large_reads(loopback, workspace, LARGE_READ_COUNT)
+    loopback.queue(summary_reply(), text_stream("done"))
+
+    run_chapter_8(run_cli)
+
+    first = loopback.requests[4]["messages"][1]
+    assert first["role"] == "system"
+    content = json.loads(first["content"])
+    assert content == {"kind": "compacted_history", "transcript_path": ANY_PATH, **SUMMARY}
+    transcript = workspace / content["transcript_path"]
+    lines = transcript.read_text().splitlines()
+    canonical = session_messages(workspace)
+    covered = 1 + 2 * LARGE_READ_COUNT  # the prompt, then a call and its result per read
+    assert [json.loads(line) for line in lines] == canonical[:covered]
+    assert not tool_contents(loopback.requests[4])
+
+
+# --- reactive recovery -------------------------------------------------------------------
+
+
+def overflow(provider: str) -> Reply:
+    status, body = OVERFLOW_REPLIES[provider]
+    return error_reply(status, body)
+
+
+@pytest.mark.parametrize("provider", sorted(OVERFLOW_REPLIES))
+def test_overflow_is_compacted_and_retried_once(
+    run_cli: RunCli, loopback: LoopbackServer, provider: str
+) -> None:
+    loopback.queue(overflow(provider), summary_reply(), text_stream("done after compacting"))
+
+    result = run_chapter_8(run_cli)
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "done after compacting"
+    assert request_kinds(loopback) == ["agent", "summary", "agent"]
+    retried = loopback.requests[2]["messages"]
+    assert json.loads(retried[1]["content"])["kind"] == "compacted_history"
+    assert retried[2] == {"role": "user", "content": "Read the files."}
+    assert "reactive: prompt too long" in result.stderr
+
+
+@pytest.mark.parametrize("provider", sorted(OVERFLOW_REPLIES))
+def test_second_overflow_in_a_turn_ends_the_run_without_a_third_request(
+    run_cli: RunCli, loopback: LoopbackServer, provider: str
+) -> None:
+    loopback.queue(overflow(provider), summary_reply(), overflow(provider), text_stream("unused"))
+
+    result = run_chapter_8(run_cli)
+
+    assert result.exit_code == 1
+    assert request_kinds(loopback) == ["agent", "summary", "agent"]
+    assert loopback.pending == 1
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "/compact" in line
+    assert "Traceback" not in result.stderr
+
+
+def test_overflow_is_recovered_even_when_the_summary_request_overflows_too(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(overflow("openai"), overflow("openai"), text_stream("done after compacting"))
+
+    result = run_chapter_8(run_cli)
+
+    assert result.exit_code == 0, result.stderr
+    assert request_kinds(loopback) == ["agent", "summary", "agent"]
+    summary = json.loads(loopback.requests[2]["messages"][1]["content"])
+    assert summary["current_goal"] == "Read the files."  # written from the history itself
+    assert "using an extractive summary instead" in result.stderr
+
+
+# --- the circuit breaker -----------------------------------------------------------------
+
+MISSING_KEY = {name: value for name, value in SUMMARY.items() if name != "user_constraints"}
+THIRD_BAD_SUMMARY: dict[str, Callable[[], Reply]] = {
+    "length": lambda: text_stream(json.dumps(SUMMARY), finish_reason="length"),
+    "tool-calls": lambda: tool_stream([("summary-call", "read_file", {"path": "large.txt"})]),
+}
+CIRCUIT_OPENING_KINDS = ["agent"] * 3 + ["summary", "agent"] * 3
+"""Reads 3, 4 and 5 each leave the history over the threshold and get one summary attempt."""
+
+
+def queue_three_failed_summaries(loopback: LoopbackServer, workspace: Path, third: str) -> str:
+    """Six ~20 KB reads; the summaries after reads 3, 4 and 5 fail (not JSON, a key missing,
+    then `third`), so the request after read 6 gets no attempt. Returns the file read."""
+    path = write_text_file(workspace, "large.txt", 20_000)
+    loopback.queue(*(read_call(f"large-{n}", path) for n in range(1, 4)))
+    bad = [text_stream("Here is my summary of the work."), summary_reply(MISSING_KEY)]
+    for n, reply in enumerate([*bad, THIRD_BAD_SUMMARY[third]()], start=4):
+        loopback.queue(reply, read_call(f"large-{n}", path))
+    return path
+
+
+@pytest.mark.parametrize("third", sorted(THIRD_BAD_SUMMARY))
+def test_three_failed_summaries_switch_automatic_summaries_off(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, third: str
+) -> None:
+    path = queue_three_failed_summaries(loopback, workspace, third)
+    loopback.queue(text_stream("finished anyway"))
+
+    result = run_chapter_8(run_cli)
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "finished anyway"
+    assert request_kinds(loopback) == [*CIRCUIT_OPENING_KINDS, "agent"]
+    full = read_file_output(workspace, path)
+    after_first_failure = tool_contents(loopback.requests[4])
+    assert list(after_first_failure.values()) == [full] * 3  # the cheap-layer history
+    stderr_lines = result.stderr.splitlines()
+    assert sum("automatic summary failed" in line for line in stderr_lines) == 3
+    assert sum("automatic summaries are off" in line for line in stderr_lines) == 1
+
+
+def test_with_the_circuit_open_an_overflow_is_recovered_with_an_extractive_summary(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    queue_three_failed_summaries(loopback, workspace, "length")
+    loopback.queue(overflow("deepseek"), text_stream("recovered"))
+
+    result = run_chapter_8(run_cli)
+
+    assert result.exit_code == 0, result.stderr
+    assert request_kinds(loopback) == [*CIRCUIT_OPENING_KINDS, "agent", "agent"]
+    summary = json.loads(loopback.requests[-1]["messages"][1]["content"])
+    assert summary["kind"] == "compacted_history"
+    assert summary["current_goal"] == "Read the files."
+    assert summary["files_read_or_changed"] == ["large.txt"]
+
+
+# --- inspecting artifacts ----------------------------------------------------------------
+
+
+def persist_and_transcribe(run_cli: RunCli, loopback: LoopbackServer, workspace: Path) -> str:
+    """A run that persists a 36 KB read and then writes a transcript while recovering from an
+    overflow; returns the full read output."""
+    path = write_text_file(workspace, "big.txt", 36_000)
+    loopback.queue(
+        read_call("read-big", path),
+        overflow("openai"),
+        summary_reply(),
+        text_stream("done"),
+    )
+    assert run_chapter_8(run_cli).exit_code == 0
+    return read_file_output(workspace, path)
+
+
+def test_artifacts_list_shows_the_persisted_result_and_the_transcript(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    persist_and_transcribe(run_cli, loopback, workspace)
+    (result_file,) = artifact_files(workspace, "tool-result")
+    (transcript,) = artifact_files(workspace, "transcript")
+
+    listing = run_cli("artifacts", "list")
+
+    assert listing.exit_code == 0
+    rows = [line.split() for line in listing.stdout.splitlines()[1:]]
+    shown = {row[0]: row[1] for row in rows}
+    assert shown == {"tool-result": artifact_id(result_file), "transcript": artifact_id(transcript)}
+
+
+def test_artifacts_show_prints_the_full_bytes_of_a_persisted_result(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    full = persist_and_transcribe(run_cli, loopback, workspace)
+    (result_file,) = artifact_files(workspace, "tool-result")
+
+    shown = run_cli("artifacts", "show", artifact_id(result_file))
+
+    assert shown.exit_code == 0
+    assert shown.stdout == full
+
+
+def test_artifacts_list_keeps_whole_ids_in_a_narrow_terminal(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    persist_and_transcribe(run_cli, loopback, workspace)
+    ids = [
+        artifact_id(path)
+        for kind in ("tool-result", "transcript")
+        for path in artifact_files(workspace, kind)
+    ]
+
+    listing = run_cli("artifacts", "list", env={"COLUMNS": "60"})
+
+    assert len(ids) == 2
+    assert all(shown in listing.stdout for shown in ids), listing.stdout
+
+
+# --- the demo ----------------------------------------------------------------------------
+
+
+def test_demo_tour_shows_every_compaction_layer(run_cli: RunCli, workspace: Path) -> None:
+    for folder in ("agent_tutorial", "tests"):
+        ignored = shutil.ignore_patterns("__pycache__", ".agent_tutorial")
+        shutil.copytree(REPO / folder, workspace / folder, ignore=ignored)
+
+    result = run_cli(
+        "run", "--chapter", "8", "--model", "demo", "-y", "--prompt", "Give me a tour."
+    )
+
+    assert result.exit_code == 0, result.stderr
+    layers = {
+        line.split()[1].rstrip(":") for line in result.stderr.splitlines() if line.startswith("⚙")
+    }
+    assert layers == {"persisted", "micro", "snip", "summary"}
