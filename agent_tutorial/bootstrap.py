@@ -29,6 +29,7 @@ from agent_tutorial.features.builtin_tools import bash_tool, file_tools, search_
 from agent_tutorial.features.compaction import (
     CompactionManager,
     CompactionSummary,
+    ContinueAfterSummary,
     HistorySummarizer,
     ModelHistorySummarizer,
 )
@@ -123,6 +124,7 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         if hooks is not None:
             summarizer = CompactionHooks(summarizer, hooks, workspace, events)
         agent.compaction = CompactionManager(workspace, summarizer, on_event=events.emit)
+        guidance.append(ContinueAfterSummary())
     agent.runner = AgentRunner(
         deps.model,
         tools,

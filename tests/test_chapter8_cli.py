@@ -14,7 +14,11 @@ import pytest
 from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.tools import ToolRegistry
 from agent_tutorial.features.builtin_tools import file_tools
-from agent_tutorial.features.compaction import COMPACTED_TOOL_RESULT, SUMMARY_SYSTEM_PROMPT
+from agent_tutorial.features.compaction import (
+    COMPACTED_TOOL_RESULT,
+    CONTINUE_AFTER_SUMMARY,
+    SUMMARY_SYSTEM_PROMPT,
+)
 from tests.conftest import CliRun
 from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
 from tests.test_error_classification import OVERFLOW_REPLIES
@@ -264,6 +268,20 @@ def test_the_request_after_a_summary_carries_it_and_its_transcript_on_disk(
     covered = 1 + 2 * LARGE_READ_COUNT  # the prompt, then a call and its result per read
     assert [json.loads(line) for line in lines] == canonical[:covered]
     assert not tool_contents(loopback.requests[4])
+
+
+def test_the_request_after_a_summary_ends_with_a_user_turn_that_is_not_kept(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    queue_large_reads(loopback, workspace, LARGE_READ_COUNT)
+    loopback.queue(summary_reply(), text_stream("done"))
+
+    run_chapter_8(run_cli)
+
+    after_summary = loopback.requests[4]["messages"]
+    assert after_summary[-1] == {"role": "user", "content": CONTINUE_AFTER_SUMMARY}
+    assert [m for m in after_summary if m["role"] == "user"] == [after_summary[-1]]
+    assert all(m.get("content") != CONTINUE_AFTER_SUMMARY for m in session_messages(workspace))
 
 
 # --- reactive recovery -------------------------------------------------------------------

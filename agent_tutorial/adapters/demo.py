@@ -773,8 +773,13 @@ def _subagent_report(path: str, result: str) -> str:
 
 
 def _ends_with_prompt(messages: Sequence[ChatMessage]) -> bool:
-    """True when the newest non-system message is a user prompt: a new run has begun."""
+    """True when the newest non-system message is a user prompt: a new run has begun. The
+    request-only nudge chapter 8 adds after a summary is not a prompt."""
+    from agent_tutorial.features.compaction import CONTINUE_AFTER_SUMMARY
+
     for message in reversed(messages):
+        if isinstance(message, UserMessage) and message.content == CONTINUE_AFTER_SUMMARY:
+            continue
         if not isinstance(message, SystemMessage):
             return isinstance(message, UserMessage)
     return False

@@ -21,6 +21,7 @@ from agent_tutorial.core.messages import (
     ChatMessage,
     History,
     SystemMessage,
+    UserMessage,
     system_message,
     user_message,
     validate_tool_pairing,
@@ -66,6 +67,7 @@ from agent_tutorial.features.history_layers import (
 
 __all__ = [
     "COMPACTED_TOOL_RESULT",
+    "CONTINUE_AFTER_SUMMARY",
     "SUMMARY_SYSTEM_PROMPT",
     "ArtifactConflictError",
     "ArtifactPathError",
@@ -76,6 +78,7 @@ __all__ = [
     "CompactionOutcome",
     "CompactionSettings",
     "CompactionSummary",
+    "ContinueAfterSummary",
     "ExtractiveSummarizer",
     "HistorySummarizer",
     "ModelHistorySummarizer",
@@ -573,3 +576,24 @@ def _check_summary_fields(data: dict[str, Any]) -> None:
             raise CompactionError(f"{name} must be an array of strings")
         if not all(isinstance(item, str) and item.strip() for item in value):
             raise CompactionError(f"{name} must contain only non-empty strings")
+
+
+CONTINUE_AFTER_SUMMARY = (
+    "[The conversation so far was compacted into the summary above. Continue with the current "
+    "goal; re-read files or re-run commands if you need their full output.]"
+)
+
+
+class ContinueAfterSummary:
+    """Request guidance: after a summary the request can hold no user message at all, which
+    some chat templates (Qwen's on vLLM and llama.cpp) and Anthropic-style gateways refuse.
+    This adds one user turn, to that request only, telling the model to carry on."""
+
+    def guidance(
+        self, canonical: Sequence[ChatMessage], request: Sequence[ChatMessage]
+    ) -> Sequence[ChatMessage]:
+        if not request or not is_compacted_summary(request[0]):
+            return ()
+        if any(isinstance(message, UserMessage) for message in request):
+            return ()
+        return (user_message(CONTINUE_AFTER_SUMMARY),)
