@@ -94,6 +94,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[ToolDefinition] = ()) -> None:
         self._tools: dict[str, ToolDefinition] = {}
+        self._specs: tuple[ToolSpec, ...] | None = None
         for tool in tools:
             self.register(tool)
 
@@ -101,6 +102,7 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        self._specs = None
 
     def __iter__(self) -> Iterator[ToolDefinition]:
         return iter(self._tools.values())
@@ -115,7 +117,10 @@ class ToolRegistry:
         return list(self._tools)
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(tool.spec() for tool in self._tools.values())
+        """Built once: generating pydantic JSON schemas costs milliseconds per request."""
+        if self._specs is None:
+            self._specs = tuple(tool.spec() for tool in self._tools.values())
+        return self._specs
 
     def without(self, *names: str) -> ToolRegistry:
         return ToolRegistry(tool for tool in self if tool.name not in names)

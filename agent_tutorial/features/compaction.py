@@ -563,9 +563,14 @@ def _check_summary_fields(data: dict[str, Any]) -> None:
     missing = [name for name in SUMMARY_FIELDS if name not in data]
     unexpected = sorted(set(data) - set(SUMMARY_FIELDS))
     if missing or unexpected:
+        problems = [
+            f"{label} {names}"
+            for label, names in (("missing", missing), ("unexpected", unexpected))
+            if names
+        ]
         raise CompactionError(
             f"the summary reply must have exactly the keys {list(SUMMARY_FIELDS)}; "
-            f"missing {missing}, unexpected {unexpected}"
+            + ", ".join(problems)
         )
     goal = data["current_goal"]
     if not isinstance(goal, str) or not goal.strip():
