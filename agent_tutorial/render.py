@@ -37,6 +37,7 @@ from agent_tutorial.features.artifact_catalog import ArtifactInfo
 from agent_tutorial.features.sessions import SessionInfo
 
 SUBJECT_WIDTH = 60
+ROUTINE_LAYERS = frozenset({"snip", "micro"})
 NOTICE_STYLES = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 
@@ -119,7 +120,9 @@ class TerminalRenderer:
                 tool_line(event.call.name, self._subject(event), event.result, event.seconds), depth
             )
         elif isinstance(event, CompactionApplied):
-            self._activity(Text(f"⚙ {event.text}", style="magenta"), depth)
+            # snip and micro fire on most tool rounds of a long session: keep them quiet
+            routine = event.layer in ROUTINE_LAYERS
+            self._activity(Text(f"⚙ {event.text}", style="dim" if routine else "magenta"), depth)
         elif isinstance(event, Notice):
             self._activity(Text(event.text, style=NOTICE_STYLES[event.level]), depth)
         elif isinstance(event, PermissionDecided) and (self.verbose or event.decision != "allow"):
