@@ -4,6 +4,7 @@ codes: 0 done, 1 runtime failure, 2 usage or configuration error, 130 interrupte
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from enum import StrEnum
@@ -117,7 +118,7 @@ def run(
     mode = "auto" if yes else (permission_mode.value if permission_mode else None)
     flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "permission_mode": mode}
     settings = _settings_or_exit(workspace, flags, err)
-    interactive = prompt is None and sys.stdin.isatty()
+    interactive = prompt is None and _stdin_is_terminal()
     text = "" if interactive else _prompt_or_exit(prompt, err)
     summary = RunSummary()
     renderer = TerminalRenderer(
@@ -133,7 +134,7 @@ def run(
         settings=settings,
         workspace=workspace,
         model=_model_for(settings, workspace, chapter),
-        approver=TerminalApprover(err) if sys.stdin.isatty() and err.is_terminal else None,
+        approver=TerminalApprover(err) if _stdin_is_terminal() and err.is_terminal else None,
         sinks=[summary, StreamJsonSink(sys.stdout) if json_lines else renderer],
     )
     conversation = _open_or_exit(setup, _resume_path(workspace, continue_, resume, err), err)
@@ -187,14 +188,33 @@ def _settings_or_exit(workspace: Path, flags: Mapping[str, object], err: Console
     return settings
 
 
+def _stdin_is_terminal() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()  # None: started with stdin closed
+
+
 def _prompt_or_exit(prompt: str | None, err: Console) -> str:
-    if prompt is None and not sys.stdin.isatty():
-        prompt = sys.stdin.read()
+    if prompt is None and sys.stdin is not None and not sys.stdin.isatty():
+        prompt = _decode_prompt(sys.stdin.buffer.read(), "standard input", err)
     if prompt is None:
         _fail(err, "no prompt: pass --prompt TEXT or pipe one on standard input", EXIT_USAGE)
+    # An argument in another encoding arrives with surrogate escapes for its bytes.
+    prompt = _decode_prompt(os.fsencode(prompt), "the --prompt text", err)
     if not prompt.strip():
         _fail(err, "the prompt is empty", EXIT_USAGE)
     return prompt
+
+
+def _decode_prompt(data: bytes, source: str, err: Console) -> str:
+    """Strict UTF-8: a guessed decoding would hand the model text the user never wrote."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        _fail(
+            err,
+            f"{source} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset "
+            f"{error.start}); convert it first, e.g. with iconv -t UTF-8",
+            EXIT_USAGE,
+        )
 
 
 def _model_for(settings: Settings, workspace: Path, chapter: int) -> ModelClient:

@@ -26,6 +26,7 @@ from pydantic_settings import (
     InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
 from agent_tutorial.core.hooks import HooksConfig
@@ -148,7 +149,30 @@ def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None) -> Se
         settings: Settings = WorkspaceSettings(**given)
     except ValidationError as error:
         raise ConfigError(_describe_validation_error(error)) from None
+    except SettingsError as error:  # a table given in the environment that is not JSON
+        raise ConfigError(f"invalid configuration: {error}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"cannot read {state_dir / '.env'}: it is not UTF-8 text") from None
+    if not settings.is_demo:
+        _check_base_url(settings.base_url)
     return _with_named_key(settings, state_dir / ".env")
+
+
+def _check_base_url(base_url: str | None) -> None:
+    """A URL the HTTP client cannot parse would otherwise fail with a traceback, or after
+    every retry as an unreachable endpoint."""
+    if not base_url:
+        return
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 - parsing the port is what raises for a bad one
+    except ValueError as error:
+        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} is not a valid URL: {error}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"OPENAI_BASE_URL {base_url!r} must start with http:// or https:// and name a host, "
+            "such as http://localhost:8080/v1"
+        )
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -159,6 +183,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return {}
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"cannot read {path}: {error}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"cannot read {path}: it is not UTF-8 text") from None
     if "api_key" in values:
         raise ConfigError(
             f"{path} holds an api_key; keys belong in the environment or .agent_tutorial/.env. "

@@ -69,7 +69,10 @@ def write_text_atomic(path: Path, text: str) -> None:
     is left untouched. An existing file keeps its permission bits.
     """
     mode = _existing_mode(path)
-    temporary = path.with_name(f".{path.name[:200]}.{secrets.token_hex(6)}.tmp")
+    # Cut in bytes: with the padding, a long name in a multibyte script would otherwise
+    # pass the 255-byte limit on names that `path` itself respects.
+    stem = os.fsdecode(os.fsencode(path.name)[:200])
+    temporary = path.with_name(f".{stem}.{secrets.token_hex(6)}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as handle:
@@ -147,8 +150,12 @@ def _target_inside(root: Path, link: Path) -> bool:
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """Compile a glob over `/`-separated relative paths: `*` and `?` stay within one
     directory, `**` crosses directories (`**/` also matches none), `[abc]`, `[!abc]` and
-    `{py,pyi}` work as in a shell."""
-    return re.compile(_glob_to_regex(pattern), re.DOTALL)
+    `{py,pyi}` work as in a shell. Raises `ValueError` for a pattern with no regex form,
+    such as the reversed range in `[z-a]`."""
+    try:
+        return re.compile(_glob_to_regex(pattern), re.DOTALL)
+    except re.error as error:
+        raise ValueError(f"{pattern!r} is not a valid glob: {error}") from None
 
 
 def _glob_to_regex(pattern: str) -> str:

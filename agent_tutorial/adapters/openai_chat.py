@@ -250,13 +250,16 @@ class _ToolCallAssembler:
         self._by_index: dict[int, _PartialCall] = {}
 
     def add(
-        self, index: int | None, call_id: str | None, name: str | None, arguments: str | None
+        self, index: int | None, call_id: str | None, name: str | None, arguments: object
     ) -> None:
         call = self._target(index, call_id)
         if name:
             call.add_name(name)
+        if isinstance(arguments, dict | list):
+            # llama.cpp and TGI have sent the arguments as a JSON object, not its text.
+            arguments = json.dumps(arguments)
         if arguments:
-            call.arguments.append(arguments)
+            call.arguments.append(cast(str, arguments))
 
     def calls(self) -> tuple[ToolCall, ...]:
         return tuple(call.finish() for call in self._calls)
@@ -293,19 +296,20 @@ class _StreamedReply:
     text: list[str] = field(default_factory=list)
     tool_calls: _ToolCallAssembler = field(default_factory=_ToolCallAssembler)
     finish_reason: str | None = None
-    usage: CompletionUsage | None = None
+    usage: Usage | None = None
 
-    def add(self, chunk: ChatCompletionChunk, on_text: Callable[[str], None] | None) -> None:
+    def add(self, chunk: ChatCompletionChunk) -> str:
+        """Take in one chunk; return the text it adds (empty if none)."""
         if chunk.usage is not None:
-            self.usage = chunk.usage
+            self.usage = _usage(chunk.usage)
+        added = ""
         for choice in chunk.choices or ():
             if choice.index not in (0, None):
                 continue  # we ask for one choice; ignore anything else a server invents
             delta = choice.delta
             if delta is not None and delta.content:
                 self.text.append(delta.content)
-                if on_text is not None:
-                    on_text(delta.content)
+                added += delta.content
             for call in (delta.tool_calls if delta is not None else None) or ():
                 function = call.function
                 self.tool_calls.add(
@@ -316,12 +320,85 @@ class _StreamedReply:
                 )
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
+        return added
 
     def to_reply(self) -> ModelReply:
         calls = self.tool_calls.calls()
         content = "".join(self.text)
         message = assistant_message(None if calls and not content else content, calls)
-        return ModelReply(message, _finish_reason(self.finish_reason, calls), _usage(self.usage))
+        return ModelReply(message, _finish_reason(self.finish_reason, calls), self.usage)
+
+
+def _read_chunk(streamed: _StreamedReply, chunk: ChatCompletionChunk) -> str:
+    # The SDK builds chunks without validating them, so a server's malformed chunk (a bare
+    # number, `choices` that is not a list) surfaces here as AttributeError or TypeError.
+    try:
+        return streamed.add(chunk)
+    except (AttributeError, TypeError) as error:
+        raise ProviderError(
+            f"the endpoint sent a stream chunk this client cannot read ({_one_line(str(error))})"
+        ) from None
+
+
+class _TextRelay:
+    """Passes streamed text on to `on_text` once, across a cut stream and its retry.
+
+    The retry starts the reply again: the part the cut stream already showed is not shown
+    twice, and a retry that says something else starts on a new line.
+    """
+
+    def __init__(self, on_text: Callable[[str], None] | None) -> None:
+        self._on_text = on_text
+        self._shown = ""
+        self._replaying: str | None = None  # what the cut stream showed, while repeated
+        self._attempt = ""
+
+    def new_attempt(self) -> None:
+        self._replaying, self._attempt = (self._shown or None), ""
+
+    def __call__(self, text: str) -> None:
+        if not text or self._on_text is None:
+            return
+        if self._replaying is None:
+            self._show(text)
+            return
+        self._attempt += text
+        if self._replaying.startswith(self._attempt):
+            return  # still repeating what is on screen
+        caught_up = self._attempt.startswith(self._replaying)
+        fresh = self._attempt[len(self._replaying) :] if caught_up else "\n" + self._attempt
+        self._replaying = None
+        self._show(fresh)
+
+    def _show(self, text: str) -> None:
+        assert self._on_text is not None
+        self._shown += text
+        self._on_text(text)
+
+
+def _non_stream_error(response: httpx2.Response) -> ModelError | None:
+    """The error for a 200 reply that is JSON or HTML instead of an event stream: a login
+    page from a proxy, an error object, or a server that ignores `stream`. It is reported
+    as it is, not taken for a cut stream and sent again."""
+    media_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    is_json = media_type == "application/json" or media_type.endswith("+json")
+    if not is_json and media_type != "text/html":
+        return None
+    try:
+        text = response.read().decode("utf-8", errors="replace")
+    except httpx2.RequestError:  # the body broke off too; the media type is reason enough
+        text = ""
+    try:
+        body: object = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        body = text
+    if isinstance(body, dict) and ("error" in body or body.get("object") == "error"):
+        return classify_error(None, body, "")
+    detail = _one_line(_provider_message(body))
+    return ProviderError(
+        f"the endpoint answered with {media_type}, not an event stream; check the base URL "
+        f"and that the server supports streaming" + (f": {detail}" if detail else "")
+    )
 
 
 def _finish_reason(raw: str | None, calls: tuple[ToolCall, ...]) -> FinishReason:
@@ -335,12 +412,15 @@ def _finish_reason(raw: str | None, calls: tuple[ToolCall, ...]) -> FinishReason
     return reason
 
 
-def _usage(usage: CompletionUsage | None) -> Usage | None:
-    if usage is None:
-        return None
-    prompt = usage.prompt_tokens or 0
-    completion = usage.completion_tokens or 0
-    return Usage(prompt, completion, usage.total_tokens or prompt + completion)
+def _usage(usage: CompletionUsage) -> Usage:
+    prompt = _token_count(usage.prompt_tokens)
+    completion = _token_count(usage.completion_tokens)
+    return Usage(prompt, completion, _token_count(usage.total_tokens) or prompt + completion)
+
+
+def _token_count(value: object) -> int:
+    """A count as sent, or 0 for null or anything else a server puts there."""
+    return value if isinstance(value, int) else 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,8 +486,10 @@ class OpenAIChatModel:
         )
 
     def complete(self, request: ModelRequest) -> ModelReply:
+        relay = _TextRelay(request.on_text)
         for _ in range(_STREAM_ATTEMPTS):
-            streamed = self._stream_once(request)
+            relay.new_attempt()
+            streamed = self._stream_once(request, relay)
             if streamed.finish_reason is not None:
                 return streamed.to_reply()
         raise IncompleteStreamError(
@@ -425,12 +507,15 @@ class OpenAIChatModel:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _stream_once(self, request: ModelRequest) -> _StreamedReply:
+    def _stream_once(self, request: ModelRequest, on_text: _TextRelay) -> _StreamedReply:
         streamed = _StreamedReply()
         with self._open_stream(request) as stream:
+            refused = _non_stream_error(stream.response)
+            if refused is not None:
+                raise type(refused)(_redact(str(refused), self._api_key))
             try:
                 for chunk in stream:
-                    streamed.add(chunk, request.on_text)
+                    on_text(_read_chunk(streamed, chunk))
             except openai.APIConnectionError:
                 # A connection dropped mid-reply is a cut stream; `complete` retries it once.
                 return streamed

@@ -26,6 +26,7 @@ from agent_tutorial.core.messages import (
     AssistantMessage,
     ChatMessage,
     ToolCall,
+    ToolMessage,
     system_message,
     tool_message,
     user_message,
@@ -165,7 +166,7 @@ class AgentRunner:
             usage = usage + (reply.usage or Usage(0, 0, 0))
             self._append(reply.message)
             if reply.message.tool_calls:
-                self._record_results(reply.message.tool_calls, self._run_tools(reply.message))
+                self._run_tools(reply.message)
                 continue
             final_text = reply.message.content or ""
             follow_up = None if forced_once else self._stop_follow_up(final_text)
@@ -219,17 +220,39 @@ class AgentRunner:
         if reply.finish_reason == "content_filter":
             raise ReplyCutOff("the provider's content filter stopped the reply")
 
-    def _run_tools(self, message: AssistantMessage) -> list[ToolResult]:
+    def _run_tools(self, message: AssistantMessage) -> None:
+        """Run the batch and append its results; Ctrl-C at any point still answers every
+        call, so history stays paired and the session can go on."""
+        first_result_at = len(self.history)
         results: list[ToolResult] = []
         try:
             for call in message.tool_calls:
                 results.append(self._run_one_tool(call))
-        except KeyboardInterrupt:
-            for _ in message.tool_calls[len(results) :]:
-                results.append(tool_error("interrupted", "the user interrupted this tool call"))
             self._record_results(message.tool_calls, results)
+        except KeyboardInterrupt:
+            self._answer_interrupted_batch(message.tool_calls, results, first_result_at)
             raise TurnInterrupted("interrupted while running tools") from None
-        return results
+
+    def _answer_interrupted_batch(
+        self, calls: Sequence[ToolCall], results: list[ToolResult], first_result_at: int
+    ) -> None:
+        if len(results) < len(calls):  # a tool was interrupted: keep what finished before it
+            padding = [_interrupted_result()] * (len(calls) - len(results))
+            try:
+                self._record_results(calls, [*results, *padding])
+                return
+            except KeyboardInterrupt:
+                pass  # Ctrl-C again, during processing: answer what is left below
+        # Processing or appending was cut short; results it did not append stay out, since
+        # unprocessed they might be too large for canonical history.
+        answered = {
+            message.tool_call_id
+            for message in self.history[first_result_at:]
+            if isinstance(message, ToolMessage)
+        }
+        for call in calls:
+            if call.id not in answered:
+                self._append(tool_message(_interrupted_result().content, call.id))
 
     def _run_one_tool(self, call: ToolCall) -> ToolResult:
         started = time.monotonic()
@@ -278,6 +301,10 @@ class AgentRunner:
     def _append(self, message: ChatMessage) -> None:
         self.history.append(message)
         self.events.emit(MessageAppended(message))
+
+
+def _interrupted_result() -> ToolResult:
+    return tool_error("interrupted", "the user interrupted this tool call")
 
 
 def _processing_error(reason: str) -> ToolResult:

@@ -103,7 +103,7 @@ def from_wire(wire: dict[str, Any]) -> ChatMessage:
             _require_str(content, "content"), _require_str(wire.get("tool_call_id"), "tool_call_id")
         )
     if role == "assistant":
-        calls = tuple(_call_from_wire(item) for item in wire.get("tool_calls") or ())
+        calls = tuple(_call_from_wire(item) for item in _require_list(wire.get("tool_calls")))
         if content is not None and not isinstance(content, str):
             raise ValueError("assistant content must be a string or null")
         return assistant_message(content, calls)
@@ -114,8 +114,20 @@ def from_wire(wire: dict[str, Any]) -> ChatMessage:
     raise ValueError(f"unknown message role {role!r}")
 
 
-def _call_from_wire(item: dict[str, Any]) -> ToolCall:
+def _require_list(value: object) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"tool calls must be a list, got {type(value).__name__}")
+    return value
+
+
+def _call_from_wire(item: object) -> ToolCall:
+    if not isinstance(item, dict):
+        raise ValueError(f"a tool call must be an object, got {type(item).__name__}")
     function = item.get("function") or {}
+    if not isinstance(function, dict):
+        raise ValueError(f"a tool call's function must be an object, got {type(function).__name__}")
     return tool_call(
         _require_str(item.get("id"), "tool call id"),
         _require_str(function.get("name"), "tool call name"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import stat
 import warnings
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -208,6 +209,8 @@ def search_tools(workspace: Path) -> list[ToolDefinition]:
 
 
 def _run_bash(workspace: Path, hidden_env: frozenset[str], arguments: BashInput) -> ToolResult:
+    if "\0" in arguments.command:  # no program can receive one in its arguments
+        raise ToolFailure("invalid_command", "the command contains a NUL character")
     result = run_command(
         arguments.command,
         cwd=workspace,
@@ -252,7 +255,7 @@ def _read_file(workspace: Path, arguments: ReadFileInput) -> ToolResult:
     if real.is_dir():
         raise ToolFailure("is_directory", f"{arguments.path!r} is a directory; use glob to list it")
     limit = arguments.limit or READ_DEFAULT_LIMIT
-    with real.open("rb") as handle:
+    with _open_regular_file(real, arguments.path) as handle:
         if b"\0" in handle.read(BINARY_SNIFF_BYTES):
             raise _binary_file(arguments.path)
         handle.seek(0)
@@ -332,6 +335,8 @@ def _write_file(workspace: Path, arguments: WriteFileInput) -> ToolResult:
     if real.is_dir():
         raise ToolFailure("is_directory", f"{arguments.path!r} is a directory")
     existed = real.exists()
+    if existed:
+        _refuse_read_only(real, arguments.path)
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -346,6 +351,7 @@ def _write_file(workspace: Path, arguments: WriteFileInput) -> ToolResult:
 
 def _edit_file(workspace: Path, arguments: EditFileInput) -> ToolResult:
     real = _existing_path(workspace, arguments.path)
+    _refuse_read_only(real, arguments.path)
     text = _text_of(real, arguments.path)
     old_text, new_text = arguments.old_text, arguments.new_text
     count = text.count(old_text)
@@ -369,6 +375,16 @@ def _edit_file(workspace: Path, arguments: EditFileInput) -> ToolResult:
     )
 
 
+def _refuse_read_only(real: Path, given: str) -> None:
+    """The atomic rename would replace a file even where opening it for writing fails, so
+    honour the permissions here: a file nobody may write is one the user protected."""
+    mode = real.stat().st_mode
+    if not os.access(real, os.W_OK) or not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise ToolFailure(
+            "read_only", f"{given!r} is read-only; ask the user before changing its permissions"
+        )
+
+
 def _no_match_message(given: str, text: str, old_text: str) -> str:
     message = f"old_text does not occur in {given!r}; read the file and copy the text exactly"
     if "\r\n" in text and "\n" in old_text and "\r\n" not in old_text:
@@ -383,7 +399,7 @@ def _glob(workspace: Path, arguments: GlobInput) -> ToolResult:
     base = _existing_path(workspace, arguments.path)
     if not base.is_dir():
         raise ToolFailure("not_a_directory", f"{arguments.path!r} is not a directory")
-    matcher = compile_glob(arguments.pattern)
+    matcher = _compile_glob(arguments.pattern)
     found = sorted(
         workspace_relative(workspace, entry.path) + ("/" if entry.is_dir else "")
         for entry in walk_workspace(workspace, base)
@@ -436,12 +452,19 @@ def _compile_regex(pattern: str) -> re.Pattern[str]:
         ) from None
 
 
+def _compile_glob(pattern: str) -> re.Pattern[str]:
+    try:
+        return compile_glob(pattern)
+    except ValueError as error:
+        raise ToolFailure("invalid_glob", str(error)) from None
+
+
 def _searchable_texts(
     workspace: Path, start: Path, glob: str | None, oversized: list[str]
 ) -> Iterator[tuple[str, str]]:
     """Workspace-relative name and text of each text file below `start`; symlinks are not
     followed, binary files are skipped and files too large are noted in `oversized`."""
-    matcher = compile_glob(glob) if glob else None
+    matcher = _compile_glob(glob) if glob else None
     match_name_only = glob is not None and "/" not in glob
     for entry in walk_workspace(workspace, start):
         if entry.is_dir or entry.is_symlink:
@@ -504,7 +527,7 @@ def _text_of(real: Path, given: str) -> str:
     """The whole text of a file that edit_file and grep may work on."""
     if real.is_dir():
         raise ToolFailure("is_directory", f"{given!r} is a directory")
-    with real.open("rb") as handle:
+    with _open_regular_file(real, given) as handle:
         data = handle.read(BINARY_SNIFF_BYTES)
         if b"\0" in data:  # most binary files show themselves early: read no further
             raise _binary_file(given)
@@ -519,6 +542,21 @@ def _text_of(real: Path, given: str) -> str:
     if is_binary(data):
         raise _binary_file(given)
     return data.decode("utf-8")
+
+
+def _open_regular_file(real: Path, given: str) -> BinaryIO:
+    """Open a file for reading, refusing pipes, sockets and devices.
+
+    O_NONBLOCK keeps the open itself from waiting forever for a named pipe's writer; the
+    check on the open descriptor cannot be fooled by a swap after a separate stat.
+    """
+    descriptor = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise ToolFailure(
+            "not_a_regular_file", f"{given!r} is not a regular file (a pipe, socket or device)"
+        )
+    return os.fdopen(descriptor, "rb")
 
 
 def _binary_file(given: str) -> ToolFailure:
