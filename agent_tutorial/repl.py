@@ -257,6 +257,9 @@ class Repl:
             return True
         try:
             outcome = self.conversation.compact(focus or None)
+        except KeyboardInterrupt:  # the summary request can take a while; nothing changed
+            self.err.print("compaction interrupted; the conversation goes on", style="yellow")
+            return True
         except (CompactionError, SessionError, ModelError) as error:
             self.err.print(Text.assemble(("compact failed: ", "bold red"), str(error)))
             return True
@@ -283,7 +286,11 @@ class Repl:
         return True
 
     def _sessions(self, _argument: str) -> bool:
-        sessions = list_sessions(self.conversation.setup.workspace)
+        try:
+            sessions = list_sessions(self.conversation.setup.workspace)
+        except SessionError as error:  # a symlinked or unreadable sessions directory
+            self.err.print(Text.assemble(("cannot list sessions: ", "bold red"), str(error)))
+            return True
         self.out.print(session_table(sessions) if sessions else "no saved sessions")
         return True
 

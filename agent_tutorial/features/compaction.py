@@ -363,8 +363,19 @@ class CompactionManager:
             return True
         if not appended:
             return False
+        first_history = not self._index.messages
         self._index.append(appended, history)
+        if first_history:
+            self._forget_summary_that_does_not_fit()
         return True
+
+    def _forget_summary_that_does_not_fit(self) -> None:
+        """A restored summary belongs to the first history it meets. If it does not end on a
+        group boundary of that history it was made of another one; drop it now, or it would
+        replace messages it never summarised once the history grows past its count."""
+        state = self._summary
+        if state is not None and self._index.group_at(state.covered_messages) is None:
+            self._summary = None
 
     def _lead(self) -> tuple[_SummaryState | None, int]:
         """The summary that applies to the indexed history and its first uncovered group."""
@@ -373,6 +384,11 @@ class CompactionManager:
             return None, 0
         first_group = self._index.group_at(state.covered_messages)
         return (None, 0) if first_group is None else (state, first_group)
+
+    def _covered_by_lead(self) -> int:
+        """Canonical messages the summary in front of the request stands for (0 if none)."""
+        state, _ = self._lead()
+        return 0 if state is None else state.covered_messages
 
     def _layered(self) -> LayeredRequest:
         state, first_group = self._lead()
@@ -423,9 +439,13 @@ class CompactionManager:
     ) -> CompactionOutcome:
         self._sync(history)
         cheap = self._layered()
+        already_covered = self._covered_by_lead()
         transcript = self._write_transcript(history)
         summary = summarize(cheap.messages)
-        covered = self._index.start_of_last_groups(self.settings.reactive_tail_groups)
+        # The tail is kept from the groups after the current summary: messages it already
+        # stands for must not come back in full, or the retry grows instead of shrinking.
+        tail_start = self._index.start_of_last_groups(self.settings.reactive_tail_groups)
+        covered = max(tail_start, already_covered)
         state = self._set_summary(summary, transcript, covered_messages=covered)
         recovered = (state.message, *history[covered:])
         validate_tool_pairing(recovered)

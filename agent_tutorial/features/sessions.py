@@ -26,7 +26,7 @@ import fcntl
 import os
 import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -293,7 +293,7 @@ class SessionLog:
     def emit(self, event: Event) -> None:
         record = _event_record(event)
         if record is not None:
-            self._write(record)
+            self._write(record, _encode_event)
 
     def record(self, kind: str, payload: dict[str, Any]) -> None:
         """Append a CLI event (a permission decision, an error) as `{"type": kind, **payload}`."""
@@ -301,7 +301,7 @@ class SessionLog:
             raise ValueError(f"record kind {kind!r} is empty or reserved for the log itself")
         if "type" in payload:
             raise ValueError("payload must not have a 'type' key; the kind goes there")
-        self._write({"type": kind, **payload})
+        self._write({"type": kind, **payload}, _encode)
 
     def end_turn(self) -> None:
         """Make everything written so far durable; raise a failure once if there was one."""
@@ -327,11 +327,11 @@ class SessionLog:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _write(self, record: Record) -> None:
+    def _write(self, record: Record, encode: Callable[[Record], bytes]) -> None:
         if self._failure is not None:
             return
         try:
-            self._append(_encode(record))
+            self._append(encode(record))
         except (OSError, orjson.JSONEncodeError) as error:
             self._stop(error, "write")
 
@@ -482,6 +482,16 @@ def _encode(record: Record) -> bytes:
         return orjson.dumps(_scrub_surrogates(record), default=str, option=_DUMP_OPTIONS)
 
 
+def _encode_event(record: Record) -> bytes:
+    """Like `_encode`, but a value orjson refuses even then (an integer beyond 64 bits, a
+    key that is not a string) is written as text: one odd value in an event's details must
+    not stop the log and lose the rest of the conversation."""
+    try:
+        return _encode(record)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_plain_json(record), option=_DUMP_OPTIONS)
+
+
 def _scrub_surrogates(value: object) -> object:
     if isinstance(value, str):
         return value.encode("utf-8", "replace").decode("utf-8")
@@ -490,6 +500,31 @@ def _scrub_surrogates(value: object) -> object:
     if isinstance(value, list | tuple):
         return [_scrub_surrogates(item) for item in value]
     return value
+
+
+_MAX_PLAIN_DEPTH = 64
+_INT64 = range(-(2**63), 2**64)  # what orjson writes as a number
+
+
+def _plain_json(value: object, depth: int = 0) -> object:
+    """`value` as plain JSON types: valid UTF-8 strings, string keys, 64-bit integers,
+    lists; anything else (or nested too deep) becomes its `str()`."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value in _INT64 else str(value)
+    if value is None or isinstance(value, bool | float):
+        return value
+    if depth < _MAX_PLAIN_DEPTH and isinstance(value, dict):
+        return {_plain_key(key): _plain_json(item, depth + 1) for key, item in value.items()}
+    if depth < _MAX_PLAIN_DEPTH and isinstance(value, list | tuple | set | frozenset):
+        return [_plain_json(item, depth + 1) for item in value]
+    return _plain_json(str(value))
+
+
+def _plain_key(key: object) -> str:
+    text = key if isinstance(key, str) else str(key)
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _whole_length(data: bytes) -> tuple[int, list[str]]:
