@@ -359,7 +359,12 @@ def sessions_show(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except BrokenPipeError:  # `agent-tutorial … | head` closed our stdout: not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush stays quiet
+        sys.exit(EXIT_OK)
 
 
 def run_chapter(chapter: int, argv: list[str] | None = None) -> None:

@@ -243,7 +243,8 @@ class StreamJsonSink:
     def emit(self, event: Event) -> None:
         record = event_record(event)
         if record is not None:
-            self.file.write(orjson.dumps(record).decode() + "\n")
+            # default=str: an unusual value in an event's details must not end the turn
+            self.file.write(orjson.dumps(record, default=str).decode() + "\n")
             self.file.flush()
 
 

@@ -7,6 +7,7 @@ turn (history stays paired); Ctrl-C twice at an empty prompt, Ctrl-D or /exit le
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -331,6 +332,10 @@ def _history(workspace: Path) -> History:
         return InMemoryHistory()
     path = state_dir / "history"
     if state_dir.is_symlink() or not state_dir.is_dir() or not _plain_file_or_missing(path):
+        return InMemoryHistory()
+    try:  # prompts can hold private details: readable by the user only, like sessions
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+    except OSError:
         return InMemoryHistory()
     return FileHistory(str(path))
 
