@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
+from agent_tutorial.render import printable
 
 PROMPT = "Allow? [y]es / [n]o / [a]lways this session (Enter = no): "
 MAX_SHOWN_LINES = 12
@@ -63,16 +64,19 @@ class TerminalApprover:
 def describe_request(request: ApprovalRequest) -> Panel:
     """The call as the user sees it: the subject in full, other long values abbreviated.
 
-    Everything is plain `Text`, so brackets in a command are never read as rich markup.
+    Everything is plain `Text`, so brackets in a command are never read as rich markup,
+    and control characters are shown escaped, so an escape sequence in a command cannot
+    erase or hide part of what the user approves.
     """
     body = Text()
-    body.append(request.reason, style="dim")
+    body.append(printable(request.reason), style="dim")
     for name, value in request.arguments.items():
         body.append("\n")
-        body.append(f"{name}: ", style="bold")
+        body.append(f"{printable(name)}: ", style="bold")
         shown = _as_text(value)
         if shown != request.subject:
             shown = _abbreviate(shown)
+        shown = printable(shown)
         if "\n" in shown:  # a multi-line value starts on its own line, indented
             shown = "\n" + textwrap.indent(shown, "  ")
         body.append(shown)

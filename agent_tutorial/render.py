@@ -3,6 +3,7 @@ activity line per tool call, compaction step or warning on stderr."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -56,8 +57,24 @@ def format_bytes(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
+# C0 and C1 controls (ESC among them) except tab and newline, and the bidi overrides.
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters and bidi overrides shown as escapes (`\\x1b`), so a
+    model-chosen command or path cannot move the cursor, hide or reorder what the user
+    reads, in an approval prompt above all. Newlines and tabs are kept."""
+    return _UNPRINTABLE.sub(lambda match: _escape(match[0]), text)
+
+
+def _escape(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def shorten(text: str, width: int = SUBJECT_WIDTH) -> str:
-    line = " ".join(text.split())
+    line = printable(" ".join(text.split()))
     return line if len(line) <= width else line[: width - 1] + "…"
 
 

@@ -27,6 +27,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -52,6 +53,7 @@ HookEvent: TypeAlias = Literal[
 HOOK_EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)
 TOOL_EVENTS: tuple[HookEvent, ...] = ("PreToolUse", "PostToolUse")
 MAX_REASON_CHARS = 4_000
+_EXIT_POLL_S = 0.05  # how often a hook whose pipes stay open is checked for having exited
 
 
 class HookError(Exception):
@@ -240,15 +242,33 @@ class CommandHook:
             raise HookError(f"{self.name} could not start: {error}") from error
         with process:
             try:
-                stdout, stderr = process.communicate(payload, timeout=self.config.timeout_s)
-            except subprocess.TimeoutExpired:
-                raise HookError(
-                    f"{self.name} timed out after {self.config.timeout_s:g} s and was killed"
-                ) from None
+                stdout, stderr = self._communicate(process, payload)
             finally:
                 if process.returncode is None:  # timed out or interrupted
                     _kill_group(process)
         return stdout, stderr, process.returncode
+
+    def _communicate(self, process: subprocess.Popen[bytes], payload: bytes) -> tuple[bytes, bytes]:
+        """The hook's stdout and stderr once both pipes close, within `timeout_s`.
+
+        A hook that exits but leaves a background child holding its pipes (`notify &`)
+        would otherwise keep the run waiting for the whole timeout; once the hook itself
+        has exited, the rest of its process group is killed so the pipes close.
+        """
+        deadline = time.monotonic() + self.config.timeout_s
+        pending: bytes | None = payload  # stdin is written once; a retry must not resend it
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return process.communicate(pending, timeout=min(max(remaining, 0), _EXIT_POLL_S))
+            except subprocess.TimeoutExpired:
+                pending = None  # retrying communicate() loses no output (documented)
+            if remaining <= 0:
+                raise HookError(
+                    f"{self.name} timed out after {self.config.timeout_s:g} s and was killed"
+                )
+            if process.poll() is not None:
+                _kill_group(process)
 
     def _parse_reply(self, stdout: bytes) -> HookOutcome:
         if not stdout.strip():

@@ -7,7 +7,12 @@ prompt), and without one it becomes a deny whose reason tells the model what the
 "always" remembers an approval for the session: for a tool whose effect is "execute" (bash)
 it covers that exact command only, since a prefix would also approve `git status; rm -rf ~`;
 for any other tool it covers every call of that tool (still inside the hard boundaries).
+It answers the mode's default question only: a rule that asks, asks every time.
 The boundaries check file-tool paths; bash is not sandboxed, which is why it asks by default.
+
+An allow rule never covers more than it appears to: on bash it does not apply to a command
+that chains, pipes, redirects or substitutes another, and on a path it must match the real
+path, so `^docs/` allows neither `docs/../src/x` nor a symlink out of `docs/`.
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ _STRENGTH: dict[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 # Writes here would let the agent rewrite git hooks or its own configuration and hooks.
 PROTECTED_DIRECTORIES = (".git", ".agent_tutorial")
+
+# What lets one bash command line run more than the command at its start: separators,
+# pipes, background `&`, redirections (`> .git/hooks/x`) and substitutions. Quoted text is
+# not parsed out, so `git log --format='%h|%s'` also asks, which is the safe mistake.
+_SHELL_CHAINING = re.compile(r"[;&|<>`\n\r]|\$\(")
 
 _MODE_DEFAULTS: dict[PermissionMode, dict[Effect, Decision]] = {
     "ask": {"read": "allow", "write": "ask", "execute": "ask"},
@@ -160,7 +170,8 @@ class PermissionPolicy:
         if boundary is not None:
             return decision_for(parsed, "deny", boundary, "boundary")
         record = self._rule_decision(parsed) or self._default_decision(parsed)
-        if record.decision == "ask" and self._approval_key(parsed) in self._approved:
+        approved = self._approval_key(parsed) in self._approved
+        if record.decision == "ask" and record.source == "default" and approved:
             return decision_for(
                 parsed, "allow", "the user approved this for the session", "session"
             )
@@ -204,7 +215,7 @@ class PermissionPolicy:
 
     def _rule_decision(self, parsed: ParsedCall) -> DecisionRecord | None:
         subjects = self._rule_subjects(parsed)
-        matching = [rule for rule in self.rules if rule.matches(parsed.tool.name, subjects)]
+        matching = [rule for rule in self.rules if _rule_applies(rule, parsed, subjects)]
         if not matching:
             return None
         decision = merge_decisions(*(rule.behavior for rule in matching))
@@ -252,6 +263,16 @@ class PermissionPolicy:
     def _approval_key(self, parsed: ParsedCall) -> tuple[str, str | None]:
         exact_subject = parsed.subject if parsed.tool.effect == "execute" else None
         return (parsed.tool.name, exact_subject)
+
+
+def _rule_applies(rule: PermissionRule, parsed: ParsedCall, subjects: Sequence[str]) -> bool:
+    """Deny and ask rules apply when any form of the subject matches. An allow rule applies
+    only to what the call really does: a lone bash command, the real path (the last form)."""
+    if rule.behavior != "allow":
+        return rule.matches(parsed.tool.name, subjects)
+    if parsed.tool.effect == "execute" and _SHELL_CHAINING.search(parsed.subject):
+        return False
+    return rule.matches(parsed.tool.name, subjects[-1:])
 
 
 def _protected_part(relative: PurePath) -> str | None:
