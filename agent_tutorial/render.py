@@ -120,6 +120,7 @@ class TerminalRenderer:
         self._mid_line = False
         self._live: Live | None = None
         self._answer = ""
+        self._subjects: dict[str, str] = {}  # call id -> the subject its start line showed
 
     def emit(self, event: Event, depth: int = 0) -> None:
         if isinstance(event, NestedEvent):
@@ -131,6 +132,7 @@ class TerminalRenderer:
         elif isinstance(event, ModelReplied) and depth == 0:
             self._end_stream()
         elif isinstance(event, ToolStarted):
+            self._subjects[event.call.id] = event.subject
             self._wait(f"{event.call.name} {shorten(event.subject)}")
         elif isinstance(event, ToolFinished):
             self._activity(
@@ -150,7 +152,10 @@ class TerminalRenderer:
         self._end_stream()
 
     def _subject(self, event: ToolFinished) -> str:
-        return _subject_from_arguments(event.call.arguments)
+        """The subject the tool declared (grep: its pattern); for a call that did not
+        parse, whatever argument looks most recognisable."""
+        subject = self._subjects.pop(event.call.id, "")
+        return subject or _subject_from_arguments(event.call.arguments)
 
     def _wait(self, label: str) -> None:
         if not self.err.is_terminal:
