@@ -576,6 +576,21 @@ def test_stop_guard_never_forces_twice_in_a_row(bench: Bench) -> None:
     assert len(model.requests) == 2
 
 
+def test_stop_guard_may_force_again_after_the_model_went_back_to_work(bench: Bench) -> None:
+    model = scripted(
+        text_reply("first"),
+        tool_reply(echo("c1", "checking")),
+        text_reply("second"),
+        text_reply("third"),
+    )
+    guard = Insist()
+
+    result = AgentRunner(model, bench.registry(), turn_guards=[guard]).run("go")
+
+    assert result.final_text == "third"
+    assert len(model.requests) == 4
+
+
 # Interrupts
 
 

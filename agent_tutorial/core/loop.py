@@ -159,7 +159,7 @@ class AgentRunner:
             prompt = guard.on_prompt(prompt)
         self._append(user_message(prompt))
         usage = Usage(0, 0, 0)
-        forced_once = False
+        just_forced = False  # a Stop guard may force another turn, never twice in a row
         for turn in range(1, self.max_turns + 1):
             self.events.emit(TurnStarted(turn))
             reply = self._ask_model()
@@ -167,12 +167,13 @@ class AgentRunner:
             self._append(reply.message)
             if reply.message.tool_calls:
                 self._run_tools(reply.message)
+                just_forced = False
                 continue
             final_text = reply.message.content or ""
-            follow_up = None if forced_once else self._stop_follow_up(final_text)
+            follow_up = None if just_forced else self._stop_follow_up(final_text)
             if follow_up is None:
                 return RunResult(final_text=final_text, turns=turn, usage=usage)
-            forced_once = True
+            just_forced = True
             self._append(user_message(follow_up))
         raise MaxTurnsExceeded(f"stopped after {self.max_turns} turns without a final answer")
 
