@@ -91,7 +91,7 @@ def _as_text(value: Any) -> str:
 def _abbreviate(text: str) -> str:
     lines = text.splitlines()
     shown = "\n".join(lines[:MAX_SHOWN_LINES])[:MAX_SHOWN_CHARS]
-    if shown == text:
-        return text
+    if shown == text.rstrip("\n"):  # nothing left out but a final newline
+        return shown
     size = len(text.encode())
     return f"{shown}\n… ({len(lines)} lines, {size:,} bytes in all)"

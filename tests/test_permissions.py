@@ -536,3 +536,11 @@ def test_default_prompt_reads_stdin_and_shows_the_choices_literally(
     approver = TerminalApprover(Console(file=output, width=100, color_system=None))
     assert approver.approve(request(command="ls")) == "always"
     assert "Allow? [y]es / [n]o / [a]lways this session (Enter = no): " in output.getvalue()
+
+
+def test_short_file_content_is_shown_whole_without_an_ellipsis() -> None:
+    approver, output, _ = make_approver("n")
+    approver.approve(request("write_file", path="hello.txt", content="hi\n"))
+    shown = output.getvalue()
+    assert "hi" in shown
+    assert "bytes in all" not in shown
