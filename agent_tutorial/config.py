@@ -102,18 +102,6 @@ class Settings(BaseSettings):
     def endpoint_host(self) -> str:
         return urlsplit(self.base_url or "").hostname or ""
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # The file sources are added by `load_settings`, which knows the workspace.
-        return (init_settings, env_settings)
-
 
 def user_config_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
@@ -129,6 +117,8 @@ def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None) -> Se
     )
 
     class WorkspaceSettings(Settings):
+        """Settings with this workspace's files as sources, in order of precedence."""
+
         @classmethod
         def settings_customise_sources(
             cls,

@@ -1,0 +1,122 @@
+"""Settings precedence: flags > environment > .agent_tutorial/.env > project TOML > user TOML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_tutorial.config import ConfigError, load_settings, missing_settings, user_config_path
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.fixture
+def layered(workspace: Path) -> Path:
+    """A model name in every file layer, each naming where it came from."""
+    write(user_config_path(), 'model = "from-user-toml"\nmax_turns = 11\n')
+    write(workspace / ".agent_tutorial" / "config.toml", 'model = "from-project-toml"\n')
+    write(workspace / ".agent_tutorial" / ".env", "AGENT_TUTORIAL_MODEL=from-dotenv\n")
+    return workspace
+
+
+def test_a_flag_beats_every_other_source(layered: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_TUTORIAL_MODEL", "from-env")
+
+    assert load_settings(layered, {"model": "from-flag"}).model == "from-flag"
+
+
+def test_the_environment_beats_the_dotenv_file(
+    layered: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_TUTORIAL_MODEL", "from-env")
+
+    assert load_settings(layered).model == "from-env"
+
+
+def test_openai_model_is_accepted_as_the_model_variable(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_MODEL", "from-openai-model")
+
+    assert load_settings(workspace).model == "from-openai-model"
+
+
+def test_the_dotenv_file_beats_the_project_toml(layered: Path) -> None:
+    assert load_settings(layered).model == "from-dotenv"
+
+
+def test_the_project_toml_beats_the_user_toml(layered: Path) -> None:
+    (layered / ".agent_tutorial" / ".env").unlink()
+
+    settings = load_settings(layered)
+
+    assert settings.model == "from-project-toml"
+    assert settings.max_turns == 11  # only the user file sets it
+
+
+def test_an_unset_flag_does_not_hide_lower_layers(layered: Path) -> None:
+    assert load_settings(layered, {"model": None}).model == "from-dotenv"
+
+
+def test_an_api_key_in_toml_is_refused(workspace: Path) -> None:
+    write(workspace / ".agent_tutorial" / "config.toml", 'api_key = "sk-oops"\n')
+
+    with pytest.raises(ConfigError, match="api_key_env"):
+        load_settings(workspace)
+
+
+def test_api_key_env_names_the_variable_that_holds_the_key(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(workspace / ".agent_tutorial" / "config.toml", 'api_key_env = "DEEPSEEK_API_KEY"\n')
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-deepseek")
+
+    settings = load_settings(workspace)
+
+    assert settings.api_key is not None
+    assert settings.api_key.get_secret_value() == "sk-deepseek"
+    assert "sk-deepseek" not in repr(settings)
+
+
+def test_every_missing_setting_is_named(workspace: Path) -> None:
+    missing = missing_settings(load_settings(workspace))
+
+    assert missing == ["OPENAI_BASE_URL", "OPENAI_API_KEY", "AGENT_TUTORIAL_MODEL"]
+
+
+def test_a_loopback_endpoint_needs_no_key(workspace: Path) -> None:
+    settings = load_settings(workspace, {"base_url": "http://127.0.0.1:8080/v1", "model": "m"})
+
+    assert missing_settings(settings) == []
+
+
+def test_the_demo_model_needs_nothing_else(workspace: Path) -> None:
+    assert missing_settings(load_settings(workspace, {"model": "demo"})) == []
+
+
+def test_an_invalid_value_is_a_readable_config_error(workspace: Path) -> None:
+    write(workspace / ".agent_tutorial" / "config.toml", 'permission_mode = "yolo"\n')
+
+    with pytest.raises(ConfigError, match="permission_mode"):
+        load_settings(workspace)
+
+
+def test_toml_that_does_not_parse_names_the_file(workspace: Path) -> None:
+    write(workspace / ".agent_tutorial" / "config.toml", "model = \n")
+
+    with pytest.raises(ConfigError, match=r"config\.toml"):
+        load_settings(workspace)
+
+
+def test_rules_from_the_user_and_the_project_add_up(workspace: Path) -> None:
+    rule = '[[permissions.rules]]\ntool = "bash"\npattern = "{}"\nbehavior = "deny"\n'
+    write(user_config_path(), rule.format("^rm "))
+    write(workspace / ".agent_tutorial" / "config.toml", rule.format("^curl "))
+
+    patterns = [r.pattern for r in load_settings(workspace).permissions.rules]
+
+    assert patterns == ["^rm ", "^curl "]
