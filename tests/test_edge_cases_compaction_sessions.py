@@ -1,6 +1,6 @@
-"""Review of chapter 8 compaction with durable sessions: the summary state survives reactive
-recoveries, restarts and odd event values; the REPL keeps going when a command fails or is
-interrupted."""
+"""Edge cases of chapter 8 compaction with durable sessions: the summary state survives
+reactive recoveries, restarts and odd event values; the REPL keeps going when a command
+fails or is interrupted."""
 
 from __future__ import annotations
 

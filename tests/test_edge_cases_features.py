@@ -1,5 +1,5 @@
-"""Review of chapters 3–7: permission bypasses, hooks that misbehave, escape sequences in
-what the user approves, and the edge cases of todos and skills."""
+"""Edge cases of chapters 3–7: permission bypasses, hooks that misbehave, escape sequences in
+what the user approves, and the corners of todos and skills."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Regression tests from a review of the core, the adapters, the built-in tools, the CLI and
-the settings: each one pins a defect that used to crash the agent, hang it, garble its output
-or touch a file it should have left alone."""
+"""Edge cases of the core, the adapters, the built-in tools, the CLI and the settings: each
+test pins a defect that used to crash the agent, hang it, garble its output or touch a file
+it should have left alone."""
 
 from __future__ import annotations
 
