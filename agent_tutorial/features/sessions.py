@@ -570,7 +570,10 @@ def _rebuild(
         if record["type"] == "message":
             history.append(_message_from(record, f"{where}:{number}"))
         elif record["type"] == "compaction":
-            summary = _summary_from(record, len(history), f"{where}:{number}") or summary
+            try:
+                summary = _summary_from(record, len(history), f"{where}:{number}") or summary
+            except SessionLoadError as error:  # the messages are intact: keep them all
+                repaired.append(f"ignored a summary record that does not fit ({error})")
     added = _interrupted_results(history)
     repaired.extend(f"added an interrupted result for tool call {m.tool_call_id!r}" for m in added)
     history.extend(added)
@@ -619,6 +622,7 @@ def _message_from(record: Record, where: str) -> ChatMessage:
 
 
 def _summary_from(record: Record, messages_so_far: int, where: str) -> SummaryRecord | None:
+    """The summary state a compaction record holds; raises on one that cannot be right."""
     details = record.get("details")
     layer = record.get("layer")
     if layer not in SUMMARY_LAYERS or not isinstance(details, dict):
