@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Literal
 
 from agent_tutorial.config import Settings
-from agent_tutorial.core.events import EventBus, Notice, PermissionDecided
+from agent_tutorial.core.events import EventBus, Notice, PermissionDecided, UsageReported
 from agent_tutorial.core.hooks import HookError, HookGuard, HookInput, HookRegistry
 from agent_tutorial.core.loop import AgentRunner, CallGuard, RequestGuidance, TurnGuard
 from agent_tutorial.core.messages import ChatMessage
-from agent_tutorial.core.model import ModelClient
+from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest
 from agent_tutorial.core.permissions import (
     ApprovalAnswer,
     ApprovalRequest,
@@ -120,7 +120,7 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         agent.skills = _discover_skills(workspace, events)
         tools.register(load_skill_tool(agent.skills))
     if Capability.COMPACTION in profile:
-        summarizer: HistorySummarizer = ModelHistorySummarizer(deps.model)
+        summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(deps.model, events))
         if hooks is not None:
             summarizer = CompactionHooks(summarizer, hooks, workspace, events)
         agent.compaction = CompactionManager(workspace, summarizer, on_event=events.emit)
@@ -191,6 +191,21 @@ def _guards(
         hook_guard = HookGuard(hooks, policy, events=deps.events)
         return [hook_guard], [hook_guard]
     return ([policy] if policy else []), []
+
+
+@dataclass(frozen=True)
+class UsageReporting:
+    """The model as the summarizer sees it: each reply's tokens are reported, since summary
+    requests happen outside the loop and would otherwise go uncounted."""
+
+    model: ModelClient
+    events: EventBus
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        reply = self.model.complete(request)
+        if reply.usage is not None:
+            self.events.emit(UsageReported(reply.usage, "summary"))
+        return reply
 
 
 @dataclass(frozen=True)

@@ -255,9 +255,9 @@ def _print_result(
             "final_text": result.final_text,
             "turns": result.turns,
             "usage": {
-                "prompt_tokens": result.usage.prompt_tokens,
-                "completion_tokens": result.usage.completion_tokens,
-                "total_tokens": result.usage.total_tokens,
+                "prompt_tokens": summary.usage.prompt_tokens,
+                "completion_tokens": summary.usage.completion_tokens,
+                "total_tokens": summary.usage.total_tokens,
             },
             "chapter": conversation.agent.profile.chapter,
             "session_id": conversation.session_id,

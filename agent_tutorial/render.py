@@ -30,6 +30,7 @@ from agent_tutorial.core.events import (
     ToolFinished,
     ToolStarted,
     TurnStarted,
+    UsageReported,
     event_record,
 )
 from agent_tutorial.core.model import ZERO_USAGE, Usage
@@ -226,7 +227,11 @@ def _subject_from_arguments(arguments: str) -> str:
 
 @dataclass
 class RunSummary:
-    """Collects what `--output-format json` reports besides the answer."""
+    """Collects what `--output-format json` reports besides the answer.
+
+    `usage` counts every model call (the agent's, its subagents' and summary requests);
+    `last_usage` is the agent's latest reply, whose prompt tokens show how full the context is.
+    """
 
     usage: Usage = ZERO_USAGE
     last_usage: Usage | None = None
@@ -241,9 +246,14 @@ class RunSummary:
             setattr(self, item.name, getattr(fresh, item.name))
 
     def emit(self, event: Event) -> None:
-        if isinstance(event, ModelReplied) and event.usage is not None:
-            self.usage = self.usage + event.usage
+        if isinstance(event, NestedEvent):
+            if isinstance(event.event, ModelReplied | UsageReported):
+                self._count_usage(event.event.usage)
+        elif isinstance(event, ModelReplied) and event.usage is not None:
+            self._count_usage(event.usage)
             self.last_usage = event.usage
+        elif isinstance(event, UsageReported):
+            self._count_usage(event.usage)
         elif isinstance(event, ToolFinished):
             self.tool_calls += 1
             self.tool_errors += int(event.result.is_error)
@@ -254,6 +264,10 @@ class RunSummary:
             layer["events"] += 1
             layer["count"] += event.count
             layer["bytes_saved"] += event.bytes_saved
+
+    def _count_usage(self, usage: Usage | None) -> None:
+        if usage is not None:
+            self.usage = self.usage + usage
 
 
 class StreamJsonSink:

@@ -284,6 +284,23 @@ def test_the_request_after_a_summary_ends_with_a_user_turn_that_is_not_kept(
     assert all(m.get("content") != CONTINUE_AFTER_SUMMARY for m in session_messages(workspace))
 
 
+def test_json_usage_counts_the_summary_request_too(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    queue_large_reads(loopback, workspace, LARGE_READ_COUNT)
+    loopback.queue(summary_reply(), text_stream("done"))
+
+    result = run_chapter_8(run_cli, "--output-format", "json")
+
+    calls = len(loopback.requests)  # every reply above reports 10 prompt + 5 completion tokens
+    assert request_kinds(loopback).count("summary") == 1
+    assert json.loads(result.stdout)["usage"] == {
+        "prompt_tokens": 10 * calls,
+        "completion_tokens": 5 * calls,
+        "total_tokens": 15 * calls,
+    }
+
+
 # --- reactive recovery -------------------------------------------------------------------
 
 

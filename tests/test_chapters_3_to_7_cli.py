@@ -3,6 +3,7 @@ the loopback server, asserting what reaches the disk and what the model reads ne
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -496,6 +497,26 @@ def test_tools_offered_grow_one_chapter_at_a_time(
     base = ["bash", "read_file", "write_file", "edit_file", "glob", "grep"]
     added = {5: ["todo_write"], 6: ["todo_write", "task"], 7: ["todo_write", "task", "load_skill"]}
     assert tool_names(loopback.requests[0]) == base + added.get(chapter, [])
+
+
+def test_ch6_json_usage_counts_the_childs_model_calls(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(
+        tool_stream(
+            [("task1", "task", {"description": "Say hi", "prompt": CHILD_PROMPT})], usage=(100, 1)
+        ),
+        text_stream("child answer", usage=(20, 2)),
+        text_stream("parent answer", usage=(300, 3)),
+    )
+
+    result = run_cli("run", "-c", "6", "-p", "delegate", "--output-format", "json")
+
+    assert json.loads(result.stdout)["usage"] == {
+        "prompt_tokens": 420,
+        "completion_tokens": 6,
+        "total_tokens": 426,
+    }
 
 
 def test_ch7_subagent_sees_the_skill_catalog_but_no_guidance_for_tools_it_lacks(

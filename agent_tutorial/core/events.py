@@ -85,6 +85,15 @@ class PermissionDecided:
 
 
 @dataclass(frozen=True, slots=True)
+class UsageReported:
+    """Tokens spent by a model call outside the loop (a chapter-8 summary request), so
+    that totals count every call the run made."""
+
+    usage: Usage
+    purpose: Literal["summary"]
+
+
+@dataclass(frozen=True, slots=True)
 class NestedEvent:
     """An event from a subagent, shown indented under the parent's tool line."""
 
@@ -102,6 +111,7 @@ Event: TypeAlias = (
     | CompactionApplied
     | Notice
     | PermissionDecided
+    | UsageReported
     | NestedEvent
 )
 
@@ -177,6 +187,8 @@ def event_record(event: Event) -> dict[str, Any]:
             "reason": event.reason,
             "source": event.source,
         }
+    if isinstance(event, UsageReported):
+        return {"type": "usage", "purpose": event.purpose, **usage_record(event.usage)}
     return {"type": "notice", "level": event.level, "text": event.text}
 
 

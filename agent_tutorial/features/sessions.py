@@ -44,6 +44,7 @@ from agent_tutorial.core.events import (
     ModelReplied,
     Notice,
     PermissionDecided,
+    UsageReported,
     event_record,
     usage_record,
 )
@@ -458,7 +459,7 @@ def latest_session(workspace: Path) -> Path | None:
 
 
 # Streamed text, tool start/finish and turns are not kept: the messages already hold them.
-_LOGGED_EVENTS = (MessageAppended, CompactionApplied, Notice, PermissionDecided)
+_LOGGED_EVENTS = (MessageAppended, CompactionApplied, Notice, PermissionDecided, UsageReported)
 
 
 def _event_record(event: Event) -> Record | None:
