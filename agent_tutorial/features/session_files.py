@@ -1,0 +1,608 @@
+"""Reading session files: the record types, loading and repairing a session, and listing and
+finding sessions. It also holds the low-level file helpers the writer in `session_log` shares."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import stat
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from secrets import token_hex
+from typing import Any, TypeAlias
+from urllib.parse import urlsplit
+
+import orjson
+
+from agent_tutorial.core.messages import (
+    AssistantMessage,
+    ChatMessage,
+    ToolMessage,
+    ToolPairingError,
+    UserMessage,
+    from_wire,
+    to_wire,
+    tool_message,
+    validate_tool_pairing,
+)
+
+FORMAT_VERSION = 1
+INTERRUPTED_RESULT = "Error [interrupted]: the session ended before this tool call finished"
+SUMMARY_LAYERS = frozenset({"summary", "reactive"})
+FIRST_PROMPT_CHARS = 80
+DUMP_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS
+
+_SESSION_FILE = re.compile(r"(?P<stamp>\d{8}T\d{6}Z)-(?P<id>[0-9a-f]{8})\.jsonl")
+_SESSION_ID = re.compile(r"[0-9a-f]{8}")
+
+Record: TypeAlias = dict[str, Any]
+
+
+class SessionError(Exception):
+    """Base of every session error; the CLI prints `str(error)`."""
+
+
+class SessionPathError(SessionError):
+    pass
+
+
+class SessionLogError(SessionError):
+    pass
+
+
+class SessionLoadError(SessionError):
+    pass
+
+
+class SessionInUseError(SessionError):
+    pass
+
+
+class SessionLookupError(SessionError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMeta:
+    """The first line of a session file. Holds the endpoint's host only: never a URL that
+    could carry credentials, never a key."""
+
+    session_id: str
+    chapter: int
+    model: str
+    endpoint_host: str | None
+    started: datetime
+    format_version: int = FORMAT_VERSION
+
+    def __post_init__(self) -> None:
+        if not _SESSION_ID.fullmatch(self.session_id):
+            raise ValueError(f"session id must be 8 lowercase hex digits, got {self.session_id!r}")
+        if self.started.utcoffset() is None:
+            raise ValueError("started must be a timezone-aware datetime")
+
+    @classmethod
+    def new(
+        cls,
+        chapter: int,
+        model: str,
+        base_url: str | None,
+        *,
+        started: datetime | None = None,
+        session_id: str | None = None,
+    ) -> SessionMeta:
+        """Meta for a session starting now; `base_url` is reduced to its host here."""
+        return cls(
+            session_id=session_id or token_hex(4),
+            chapter=chapter,
+            model=model,
+            endpoint_host=endpoint_host(base_url),
+            started=(started or datetime.now(UTC)).astimezone(UTC),
+        )
+
+    def file_name(self) -> str:
+        return f"{self.started.astimezone(UTC):%Y%m%dT%H%M%SZ}-{self.session_id}.jsonl"
+
+    def to_record(self) -> Record:
+        return {
+            "type": "session_meta",
+            "format_version": self.format_version,
+            "session_id": self.session_id,
+            "started": self.started.astimezone(UTC).isoformat(),
+            "chapter": self.chapter,
+            "model": self.model,
+            "endpoint_host": self.endpoint_host,
+        }
+
+    @classmethod
+    def from_record(cls, record: Record, where: str) -> SessionMeta:
+        if record.get("type") != "session_meta":
+            raise SessionLoadError(f"{where}: the first line is not a session_meta record")
+        version = record.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise SessionLoadError(
+                f"{where}: format version {version!r} is not one this version reads "
+                f"(up to {FORMAT_VERSION}); upgrade agent-tutorial"
+            )
+        try:
+            return cls(
+                session_id=_typed(record, "session_id", str),
+                chapter=_typed(record, "chapter", int),
+                model=_typed(record, "model", str),
+                endpoint_host=_optional_str(record, "endpoint_host"),
+                started=datetime.fromisoformat(_typed(record, "started", str)),
+                format_version=version,
+            )
+        except (TypeError, ValueError) as error:
+            raise SessionLoadError(f"{where}: bad session_meta record: {error}") from error
+
+
+def _typed(record: Record, key: str, kind: type[Any]) -> Any:
+    value = record.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise TypeError(f"{key} must be {kind.__name__}, got {value!r}")
+    return value
+
+
+def _optional_str(record: Record, key: str) -> str | None:
+    value = record.get(key)
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{key} must be a string or null, got {value!r}")
+    return value
+
+
+def endpoint_host(base_url: str | None) -> str | None:
+    """`host` or `host:port` of an endpoint URL, without its credentials, path or query."""
+    if not base_url:
+        return None
+    try:
+        parts = urlsplit(base_url if "//" in base_url else f"//{base_url}")
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a malformed port or IPv6 literal: better no host than a guess
+        return None
+    if host is None:
+        return None
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{host}:{port}" if port else host
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    """The latest summary state, for `CompactionManager.restore_summary(content, covered)`."""
+
+    layer: str
+    summary_content: str
+    covered_messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSession:
+    meta: SessionMeta
+    history: tuple[ChatMessage, ...]
+    summary: SummaryRecord | None
+    turns: int
+    first_prompt: str | None
+    repaired: list[str]
+    """What loading fixed (a torn last line, interrupted tool calls), for a notice."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    session_id: str
+    path: Path
+    started: datetime
+    chapter: int
+    model: str
+    first_prompt: str | None
+    """The first prompt on one line, at most `FIRST_PROMPT_CHARS` characters."""
+    turns: int
+    """The number of user messages."""
+
+
+def load_session(path: Path, *, repair: bool = True) -> LoadedSession:
+    """Rebuild a session's canonical history, summary state and counts from its file.
+
+    A torn last line (no newline, unparsable, or trailing NUL bytes left by a crash) is cut
+    off; tool calls left without results get an `interrupted` result. With `repair`, both
+    fixes are written to the file (under its lock) so it is whole again; without it (for
+    listing), the file is only read. Damage anywhere else raises `SessionLoadError`.
+    """
+    if not repair:
+        data = _read_file(path)
+        good_length, repaired = whole_length(data)
+        return _rebuild(data[:good_length], str(path), repaired)[0]
+    fd = open_locked(path)
+    try:
+        data = read_all(fd, path)
+        good_length, repaired = whole_length(data)
+        loaded, added = _rebuild(data[:good_length], str(path), repaired)
+        cut_torn_end(fd, path, good_length, len(data))
+        append_durably(fd, path, [_message_record(message) for message in added])
+    finally:
+        close_quietly(fd)
+    return loaded
+
+
+def list_sessions(workspace: Path) -> list[SessionInfo]:
+    """Every readable session in the workspace, newest first; damaged files are skipped."""
+    sessions: list[SessionInfo] = []
+    for path in _session_files(workspace):
+        try:
+            loaded = load_session(path, repair=False)
+        except (OSError, SessionError):
+            continue
+        sessions.append(_session_info(path, loaded))
+    sessions.sort(key=lambda info: (info.started, info.path.name), reverse=True)
+    return sessions
+
+
+def find_session(workspace: Path, id_or_prefix: str) -> Path:
+    """The one session file whose id starts with `id_or_prefix`."""
+    prefix = id_or_prefix.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{1,8}", prefix):
+        raise SessionLookupError(
+            f"{id_or_prefix!r} is not a session id (8 hex digits, or a unique prefix of one)"
+        )
+    matches = sorted(
+        path for path in _session_files(workspace) if _file_id(path).startswith(prefix)
+    )
+    if not matches:
+        raise SessionLookupError(
+            f"no session id starts with {id_or_prefix!r}; `agent-tutorial sessions list` shows them"
+        )
+    if len(matches) > 1:
+        names = ", ".join(path.name for path in matches)
+        raise SessionLookupError(f"{id_or_prefix!r} matches {len(matches)} sessions: {names}")
+    return matches[0]
+
+
+def latest_session(workspace: Path) -> Path | None:
+    """The newest readable session with at least one prompt (what `--continue` resumes).
+
+    Sessions without a prompt are skipped so that opening and leaving the REPL does not
+    hide the conversation the user means to continue.
+    """
+    return next((info.path for info in list_sessions(workspace) if info.turns), None)
+
+
+def whole_length(data: bytes) -> tuple[int, list[str]]:
+    """The length of `data` up to its last whole, parsable line, and what was torn after it.
+
+    Only the end is examined: a crash can tear just the last write, and filesystems may
+    leave NUL bytes where unsynced data should have been.
+    """
+    repaired: list[str] = []
+    content = data.rstrip(b"\0")
+    if len(content) < len(data):
+        repaired.append(f"removed {len(data) - len(content)} NUL bytes left by a crash")
+    end = content.rfind(b"\n") + 1
+    if end < len(content):
+        repaired.append(f"cut a torn last line ({len(content) - end} bytes without a newline)")
+        return end, repaired
+    last_start = content.rfind(b"\n", 0, max(end - 1, 0)) + 1
+    if end and not _parses(content[last_start : end - 1]):
+        repaired.append(f"cut an unreadable last line ({end - last_start} bytes)")
+        return last_start, repaired
+    return end, repaired
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _rebuild(
+    data: bytes, where: str, repaired: list[str]
+) -> tuple[LoadedSession, list[ToolMessage]]:
+    """The session in `data` (whole lines only), and the interrupted results it lacked."""
+    records = [_parse_line(line, number, where) for number, line in _numbered_lines(data)]
+    if not records:
+        raise SessionLoadError(f"{where} is empty: it has no session_meta line")
+    meta = SessionMeta.from_record(records[0], where)
+    history, summary = _replay(records, where, repaired)
+    added = _interrupted_results(history)
+    repaired.extend(f"added an interrupted result for tool call {m.tool_call_id!r}" for m in added)
+    history.extend(added)
+    try:
+        validate_tool_pairing(history)
+    except ToolPairingError as error:
+        raise SessionLoadError(f"{where}: tool calls and results do not pair: {error}") from error
+    users = [message.content for message in history if isinstance(message, UserMessage)]
+    loaded = LoadedSession(
+        meta=meta,
+        history=tuple(history),
+        summary=summary,
+        turns=len(users),
+        first_prompt=users[0] if users else None,
+        repaired=repaired,
+    )
+    return loaded, added
+
+
+def _replay(
+    records: Sequence[Record], where: str, repaired: list[str]
+) -> tuple[list[ChatMessage], SummaryRecord | None]:
+    """The messages after the meta line, and the latest summary state that fits them."""
+    history: list[ChatMessage] = []
+    summary: SummaryRecord | None = None
+    for number, record in enumerate(records[1:], start=2):
+        if record["type"] == "message":
+            history.append(_message_from(record, f"{where}:{number}"))
+        elif record["type"] == "compaction":
+            try:
+                summary = _summary_from(record, len(history), f"{where}:{number}") or summary
+            except SessionLoadError as error:  # the messages are intact: keep them all
+                repaired.append(f"ignored a summary record that does not fit ({error})")
+    return history, summary
+
+
+def _numbered_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    return enumerate(data.split(b"\n")[:-1], start=1)  # data ends with a newline or is empty
+
+
+def _parse_line(line: bytes, number: int, where: str) -> Record:
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as error:
+        raise SessionLoadError(
+            f"{where}:{number}: line is not JSON ({error}); the file is damaged before its "
+            "last line, so it is not resumed"
+        ) from error
+    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+        raise SessionLoadError(f"{where}:{number}: line is not a record with a 'type'")
+    return record
+
+
+def _message_from(record: Record, where: str) -> ChatMessage:
+    wire = record.get("message")
+    if not isinstance(wire, dict):
+        raise SessionLoadError(f"{where}: message record without a message object")
+    try:
+        return from_wire(wire)
+    # from_wire trusts nested shapes: a non-object tool call surfaces as AttributeError.
+    except (ValueError, TypeError, AttributeError) as error:
+        raise SessionLoadError(f"{where}: bad message: {error}") from error
+
+
+def _summary_from(record: Record, messages_so_far: int, where: str) -> SummaryRecord | None:
+    """The summary state a compaction record holds; raises on one that cannot be right."""
+    details = record.get("details")
+    layer = record.get("layer")
+    if layer not in SUMMARY_LAYERS or not isinstance(details, dict):
+        return None
+    if "summary_content" not in details or "covered_messages" not in details:
+        return None
+    content, covered = details["summary_content"], details["covered_messages"]
+    valid_count = isinstance(covered, int) and not isinstance(covered, bool)
+    if not isinstance(content, str) or not valid_count or not 0 <= covered <= messages_so_far:
+        raise SessionLoadError(
+            f"{where}: summary record covers {covered!r} of {messages_so_far} messages "
+            "or has no text"
+        )
+    return SummaryRecord(layer=str(layer), summary_content=content, covered_messages=covered)
+
+
+def _interrupted_results(history: Sequence[ChatMessage]) -> list[ToolMessage]:
+    """Results for the calls the last assistant message left unanswered (a crash mid-batch)."""
+    answered: set[str] = set()
+    for message in reversed(history):
+        if isinstance(message, ToolMessage):
+            answered.add(message.tool_call_id)
+            continue
+        if isinstance(message, AssistantMessage):
+            return [
+                tool_message(INTERRUPTED_RESULT, call.id)
+                for call in message.tool_calls
+                if call.id not in answered
+            ]
+        return []
+    return []
+
+
+def _session_info(path: Path, loaded: LoadedSession) -> SessionInfo:
+    return SessionInfo(
+        session_id=loaded.meta.session_id,
+        path=path,
+        started=loaded.meta.started,
+        chapter=loaded.meta.chapter,
+        model=loaded.meta.model,
+        first_prompt=_one_line(loaded.first_prompt) if loaded.first_prompt is not None else None,
+        turns=loaded.turns,
+    )
+
+
+def _one_line(text: str, limit: int = FIRST_PROMPT_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# Low-level file helpers, shared with the writer in `session_log`.
+
+
+def ensure_sessions_directory(workspace: Path) -> Path:
+    """`.agent_tutorial/sessions`, made if missing; symlinks and files on the way are refused."""
+    directory = workspace
+    for name in (".agent_tutorial", "sessions"):
+        directory = directory / name
+        try:
+            directory.mkdir(exist_ok=True)
+        except FileExistsError:
+            pass  # a symlink or a file: _is_real_directory says which
+        except OSError as error:
+            raise SessionPathError(f"cannot create {directory}: {os_reason(error)}") from error
+        _is_real_directory(directory)
+    return directory
+
+
+def _existing_sessions_directory(workspace: Path) -> Path | None:
+    """`.agent_tutorial/sessions` if it exists (checked as above), else None."""
+    directory = workspace
+    for name in (".agent_tutorial", "sessions"):
+        directory = directory / name
+        if not _is_real_directory(directory):
+            return None
+    return directory
+
+
+def _is_real_directory(path: Path) -> bool:
+    """False if `path` is missing; raises `SessionPathError` for a symlink or a non-directory."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(mode):
+        raise SessionPathError(f"{path} is a symlink; sessions are kept in real directories only")
+    if not stat.S_ISDIR(mode):
+        raise SessionPathError(f"{path} is not a directory")
+    return True
+
+
+def _session_files(workspace: Path) -> list[Path]:
+    directory = _existing_sessions_directory(workspace)
+    if directory is None:
+        return []
+    try:
+        return [path for path in directory.iterdir() if _SESSION_FILE.fullmatch(path.name)]
+    except OSError as error:
+        raise SessionPathError(f"cannot list {directory}: {os_reason(error)}") from error
+
+
+def _file_id(path: Path) -> str:
+    match = _SESSION_FILE.fullmatch(path.name)
+    return match["id"] if match else ""
+
+
+def open_locked(path: Path) -> int:
+    """A descriptor for appending to an existing session, holding its exclusive lock."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        raise SessionLoadError(f"cannot open session {path}: {os_reason(error)}") from error
+    with ExitStack() as on_failure:
+        on_failure.callback(close_quietly, fd)
+        _require_regular_file(fd, path)
+        lock_exclusively(fd, path)
+        on_failure.pop_all()
+    return fd
+
+
+def _read_file(path: Path) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as error:
+        raise SessionLoadError(f"cannot open session {path}: {os_reason(error)}") from error
+    try:
+        _require_regular_file(fd, path)
+        return read_all(fd, path)
+    finally:
+        os.close(fd)
+
+
+def read_all(fd: int, path: Path) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    try:
+        while chunk := os.pread(fd, 1 << 20, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+    except OSError as error:
+        raise SessionLoadError(f"cannot read session {path}: {os_reason(error)}") from error
+    return b"".join(chunks)
+
+
+def _require_regular_file(fd: int, path: Path) -> None:
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise SessionLoadError(f"{path} is not a regular file")
+
+
+def lock_exclusively(fd: int, path: Path) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as error:
+        raise SessionInUseError(
+            f"session {path.name} is already open (in this or another process)"
+        ) from error
+    except OSError as error:
+        if error.errno not in (errno.ENOLCK, errno.EOPNOTSUPP):  # no locks here: go on without
+            raise SessionLogError(f"cannot lock {path}: {os_reason(error)}") from error
+
+
+def append_line(fd: int, line: bytes) -> None:
+    written = os.write(fd, line)
+    if written != len(line):  # only a full disk shortens a write to a regular file
+        raise OSError(errno.ENOSPC, f"short write ({written} of {len(line)} bytes)")
+
+
+def append_durably(fd: int, path: Path, records: Sequence[Record]) -> None:
+    """Write and fsync, raising `SessionLogError` (for creation and repairs)."""
+    if not records:
+        return
+    try:
+        for record in records:
+            append_line(fd, encode_record(record))
+        os.fsync(fd)
+    except OSError as error:
+        raise SessionLogError(f"cannot write {path}: {os_reason(error)}") from error
+
+
+def cut_torn_end(fd: int, path: Path, good_length: int, length: int) -> None:
+    if good_length == length:
+        return
+    try:
+        os.ftruncate(fd, good_length)
+        os.fsync(fd)
+    except OSError as error:
+        raise SessionLogError(f"cannot cut the torn end of {path}: {os_reason(error)}") from error
+
+
+def fsync_directory(directory: Path, path: Path) -> None:
+    """Make the new file's name durable, not just its bytes."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as error:
+        raise SessionLogError(f"cannot sync the directory of {path}: {os_reason(error)}") from error
+
+
+def close_quietly(fd: int) -> None:
+    with suppress(OSError):
+        os.close(fd)
+
+
+def _message_record(message: ChatMessage) -> Record:
+    return {"type": "message", "message": to_wire(message)}
+
+
+def encode_record(record: Record) -> bytes:
+    """One JSON line; values orjson does not know (paths) are written as `str(value)`."""
+    try:
+        return orjson.dumps(record, default=str, option=DUMP_OPTIONS)
+    except orjson.JSONEncodeError:
+        # Lone surrogates (bytes a tool decoded with surrogateescape) are not valid UTF-8.
+        return orjson.dumps(_scrub_surrogates(record), default=str, option=DUMP_OPTIONS)
+
+
+def _scrub_surrogates(value: object) -> object:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {key: _scrub_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub_surrogates(item) for item in value]
+    return value
+
+
+def os_reason(error: OSError) -> str:
+    return error.strerror or str(error)
