@@ -31,6 +31,7 @@ from pydantic_settings import (
 
 from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
+from agent_tutorial.core.tools import describe_validation_error
 
 DEMO_MODEL = "demo"
 STATE_DIR = ".agent_tutorial"
@@ -138,7 +139,9 @@ def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None) -> Se
     try:
         settings: Settings = WorkspaceSettings(**given)
     except ValidationError as error:
-        raise ConfigError(_describe_validation_error(error)) from None
+        raise ConfigError(
+            "invalid configuration: " + describe_validation_error(error, whole="settings")
+        ) from None
     except SettingsError as error:  # a table given in the environment that is not JSON
         raise ConfigError(f"invalid configuration: {error}") from None
     except UnicodeDecodeError:
@@ -247,11 +250,3 @@ def missing_settings(settings: Settings) -> list[str]:
     if not settings.model:
         missing.append("AGENT_TUTORIAL_MODEL")
     return missing
-
-
-def _describe_validation_error(error: ValidationError) -> str:
-    problems = []
-    for item in error.errors(include_url=False):
-        where = ".".join(str(part) for part in item["loc"]) or "settings"
-        problems.append(f"{where}: {item['msg']}")
-    return "invalid configuration: " + "; ".join(problems)

@@ -45,7 +45,12 @@ from agent_tutorial.core.permissions import (
     PermissionPolicy,
     decision_for,
 )
-from agent_tutorial.core.tools import ParsedCall, ToolResult, tool_error
+from agent_tutorial.core.tools import (
+    ParsedCall,
+    ToolResult,
+    describe_validation_error,
+    tool_error,
+)
 
 HookEvent: TypeAlias = Literal[
     "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact", "PostCompact"
@@ -276,7 +281,8 @@ class CommandHook:
         try:
             reply = _CommandHookReply.model_validate_json(stdout)
         except ValidationError as error:
-            raise HookError(f"{self.name} printed unusable JSON: {_describe(error)}") from None
+            problems = describe_validation_error(error, whole="value")
+            raise HookError(f"{self.name} printed unusable JSON: {problems}") from None
         return reply.to_outcome()
 
 
@@ -448,8 +454,9 @@ def _with_updated_input(parsed: ParsedCall, updated: Mapping[str, Any]) -> Parse
     try:
         arguments = parsed.tool.input_model.model_validate(merged)
     except ValidationError as error:
+        problems = describe_validation_error(error, whole="value")
         raise HookError(
-            f"its updated_input does not fit {parsed.tool.name}'s arguments: {_describe(error)}"
+            f"its updated_input does not fit {parsed.tool.name}'s arguments: {problems}"
         ) from None
     return ParsedCall(call=parsed.call, tool=parsed.tool, arguments=arguments)
 
@@ -469,11 +476,3 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 def _decode(data: bytes) -> str:
     text = data.decode("utf-8", errors="replace")
     return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS] + " …(cut)"
-
-
-def _describe(error: ValidationError) -> str:
-    problems = []
-    for item in error.errors(include_url=False):
-        where = ".".join(str(part) for part in item["loc"]) or "value"
-        problems.append(f"{where}: {item['msg']}")
-    return "; ".join(problems)

@@ -141,7 +141,7 @@ class ToolRegistry:
         try:
             arguments = tool.input_model.model_validate(raw)
         except ValidationError as error:
-            return tool_error("invalid_arguments", _describe_validation_error(error))
+            return tool_error("invalid_arguments", describe_validation_error(error))
         return ParsedCall(call=call, tool=tool, arguments=arguments)
 
     def invoke(self, parsed: ParsedCall) -> ToolResult:
@@ -158,9 +158,10 @@ class ToolRegistry:
         return parsed if isinstance(parsed, ToolResult) else self.invoke(parsed)
 
 
-def _describe_validation_error(error: ValidationError) -> str:
+def describe_validation_error(error: ValidationError, *, whole: str = "arguments") -> str:
+    """`field.path: problem; …` on one line; `whole` names a problem with no field."""
     problems = []
     for item in error.errors(include_url=False):
-        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        where = ".".join(str(part) for part in item["loc"]) or whole
         problems.append(f"{where}: {item['msg']}")
     return "; ".join(problems)
