@@ -33,6 +33,7 @@ from agent_tutorial.core.messages import (
     validate_tool_pairing,
 )
 from agent_tutorial.core.model import (
+    ZERO_USAGE,
     ModelClient,
     ModelReply,
     PromptTooLongError,
@@ -153,17 +154,23 @@ class AgentRunner:
         self.turn_guards = list(turn_guards)
         self.events = events or EventBus()
         self.history: list[ChatMessage] = list(history)  # canonical, append-only
+        self._call_ids = {
+            call.id
+            for message in self.history
+            if isinstance(message, AssistantMessage)
+            for call in message.tool_calls
+        }  # kept as messages are appended, so a long session never rescans its history
 
     def run(self, prompt: str) -> RunResult:
         for guard in self.turn_guards:
             prompt = guard.on_prompt(prompt)
         self._append(user_message(prompt))
-        usage = Usage(0, 0, 0)
+        usage = ZERO_USAGE
         just_forced = False  # a Stop guard may force another turn, never twice in a row
         for turn in range(1, self.max_turns + 1):
             self.events.emit(TurnStarted(turn))
             reply = self._ask_model()
-            usage = usage + (reply.usage or Usage(0, 0, 0))
+            usage = usage + (reply.usage or ZERO_USAGE)
             self._append(reply.message)
             if reply.message.tool_calls:
                 self._run_tools(reply.message)
@@ -196,7 +203,7 @@ class AgentRunner:
                 raise ContextOverflowError(
                     f"still too long after compacting ({again}); try /compact or a fresh session"
                 ) from again
-        reply = replace(reply, message=_with_unique_call_ids(reply.message, self.history))
+        reply = replace(reply, message=_with_unique_call_ids(reply.message, self._call_ids))
         self.events.emit(ModelReplied(reply.message, reply.finish_reason, reply.usage))
         self._check_finish(reply)
         return reply
@@ -301,6 +308,8 @@ class AgentRunner:
 
     def _append(self, message: ChatMessage) -> None:
         self.history.append(message)
+        if isinstance(message, AssistantMessage):
+            self._call_ids.update(call.id for call in message.tool_calls)
         self.events.emit(MessageAppended(message))
 
 
@@ -312,28 +321,21 @@ def _processing_error(reason: str) -> ToolResult:
     return tool_error("tool_result_processing_error", reason)
 
 
-def _with_unique_call_ids(
-    message: AssistantMessage, history: Sequence[ChatMessage]
-) -> AssistantMessage:
-    """Renames call ids already used in the history or earlier in the same message.
+def _with_unique_call_ids(message: AssistantMessage, used: set[str]) -> AssistantMessage:
+    """Renames call ids already `used` in the history or earlier in the same message.
 
     Some servers number calls `call_0`, `call_1`… afresh every turn; pairing needs each id
     once per history, and a repeated id would leave canonical history unusable.
     """
     if not message.tool_calls:
         return message
-    taken = {
-        call.id
-        for item in history
-        if isinstance(item, AssistantMessage)
-        for call in item.tool_calls
-    }
+    in_this_message: set[str] = set()
     calls: list[ToolCall] = []
     for call in message.tool_calls:
         call_id, suffix = call.id, 1
-        while call_id in taken:
+        while call_id in used or call_id in in_this_message:
             suffix += 1
             call_id = f"{call.id}_{suffix}"
-        taken.add(call_id)
+        in_this_message.add(call_id)
         calls.append(call if call_id == call.id else replace(call, id=call_id))
     return replace(message, tool_calls=tuple(calls))
