@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from tests.loopback import LoopbackServer
+
+# A quick profile for everyday runs and a more thorough one where CI sets CI=true;
+# HYPOTHESIS_PROFILE picks one by name. No deadline: two shared cores make timings noisy.
+hypothesis_settings.register_profile(
+    "quick", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.register_profile(
+    "thorough", max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE", "thorough" if os.environ.get("CI") else "quick")
+)
 
 
 @pytest.fixture
