@@ -132,7 +132,7 @@ def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None) -> Se
             return (
                 init_settings,
                 EnvSettingsSource(settings_cls),
-                DotEnvSettingsSource(settings_cls, env_file=state_dir / ".env"),
+                _KnownKeysDotEnv(settings_cls, env_file=state_dir / ".env"),
                 *(InitSettingsSource(settings_cls, layer) for layer in reversed(toml_layers)),
             )
 
@@ -149,6 +149,30 @@ def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None) -> Se
     if not settings.is_demo:
         _check_base_url(settings.base_url)
     return _with_named_key(settings, state_dir / ".env")
+
+
+class _KnownKeysDotEnv(DotEnvSettingsSource):
+    """`.env` as a settings source that passes on only the keys `Settings` knows.
+
+    A `.env` is shared with other tools and holds variables such as the one `api_key_env`
+    names (`DEEPSEEK_API_KEY`); pydantic-settings hands every unknown key to the model,
+    which forbids extras. Unknown keys are ignored here, as the environment's are.
+    """
+
+    def __call__(self) -> dict[str, Any]:
+        known = _setting_keys(self.settings_cls)
+        return {key: value for key, value in super().__call__().items() if key.lower() in known}
+
+
+def _setting_keys(settings_cls: type[BaseSettings]) -> frozenset[str]:
+    """Field names and their aliases, lower-cased (settings are case-insensitive)."""
+    keys: set[str] = set()
+    for name, field in settings_cls.model_fields.items():
+        keys.add(name.lower())
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices):
+            keys.update(choice.lower() for choice in alias.choices if isinstance(choice, str))
+    return frozenset(keys)
 
 
 def _check_base_url(base_url: str | None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,22 @@ hypothesis_settings.register_profile(
 hypothesis_settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE", "thorough" if os.environ.get("CI") else "quick")
 )
+
+
+@pytest.fixture
+def sigint_raises_keyboard_interrupt() -> Iterator[None]:
+    """Python's own SIGINT handler for the test, whatever pytest inherited.
+
+    A shell that starts pytest in the background (`pytest &`, some CI runners) hands it an
+    ignored SIGINT; Python keeps it ignored, and so do the CLI subprocesses a test starts.
+    A Python-level handler is reset to the default on exec, so children get Ctrl-C back too.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        # None: the handler was set outside Python; the default is the closest we can restore.
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
 @pytest.fixture

@@ -82,6 +82,23 @@ def test_api_key_env_names_the_variable_that_holds_the_key(
     assert "sk-deepseek" not in repr(settings)
 
 
+def test_api_key_env_finds_the_key_in_the_dotenv_file(workspace: Path) -> None:
+    write(workspace / ".agent_tutorial" / "config.toml", 'api_key_env = "DEEPSEEK_API_KEY"\n')
+    write(workspace / ".agent_tutorial" / ".env", "DEEPSEEK_API_KEY=sk-deepseek-dotenv\n")
+
+    settings = load_settings(workspace)
+
+    assert settings.api_key is not None
+    assert settings.api_key.get_secret_value() == "sk-deepseek-dotenv"
+
+
+def test_unknown_keys_in_the_dotenv_file_are_ignored(workspace: Path) -> None:
+    dotenv = "UNRELATED_TOOL_TOKEN=abc\nAGENT_TUTORIAL_NOT_A_SETTING=1\nAGENT_TUTORIAL_MODEL=m\n"
+    write(workspace / ".agent_tutorial" / ".env", dotenv)
+
+    assert load_settings(workspace).model == "m"
+
+
 def test_every_missing_setting_is_named(workspace: Path) -> None:
     missing = missing_settings(load_settings(workspace))
 

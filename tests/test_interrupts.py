@@ -46,6 +46,8 @@ from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 from tests.conftest import TEST_API_KEY
 from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
 
+pytestmark = pytest.mark.usefixtures("sigint_raises_keyboard_interrupt")
+
 MARKER_VARIABLE = "AGENT_TUTORIAL_TEST_MARKER"
 INTERRUPTED = "Error [interrupted]: the user interrupted this tool call"
 SLEEP = {"command": "sleep 60", "timeout_s": 20}  # the timeout only bounds a failed test

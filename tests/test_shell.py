@@ -113,6 +113,7 @@ def test_detached_background_child_is_stopped_when_bash_exits(workspace: Path) -
 
 
 @needs_pidfd
+@pytest.mark.usefixtures("sigint_raises_keyboard_interrupt")
 def test_keyboard_interrupt_kills_the_group_and_propagates(workspace: Path) -> None:
     # bash's parent is this test process: the command presses Ctrl-C on us while it runs.
     command = "sleep 300 & echo $! > child.pid; kill -INT $PPID; wait"
