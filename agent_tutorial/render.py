@@ -44,9 +44,17 @@ NOTICE_STYLES = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 
 def make_consoles(*, no_color: bool = False) -> tuple[Console, Console]:
-    """(stdout, stderr) consoles; rich itself honours NO_COLOR and plain pipes."""
-    out = Console(file=sys.stdout, no_color=no_color or None, soft_wrap=True)
-    err = Console(file=sys.stderr, stderr=True, no_color=no_color or None, soft_wrap=True)
+    """(stdout, stderr) consoles; rich itself honours NO_COLOR and plain pipes.
+
+    On a terminal rich wraps every line at the terminal's current width (words, Markdown,
+    tables, panels); soft wrapping there would leave lines unwrapped and anything rich
+    renders line by line (a live answer, a panel) cropped at the right edge. To a pipe or
+    file, lines stay whole for whatever reads them.
+    """
+    out = Console(file=sys.stdout, no_color=no_color or None)
+    err = Console(file=sys.stderr, stderr=True, no_color=no_color or None)
+    for console in (out, err):
+        console.soft_wrap = not console.is_terminal
     return out, err
 
 
@@ -184,7 +192,8 @@ class TerminalRenderer:
                 self._live.start()
             self._live.update(Markdown(self._answer))
             return
-        self.out.print(text, end="", markup=False, highlight=False)
+        # A piece starts mid-line, where rich cannot know the column: the terminal wraps it.
+        self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
         self._mid_line = not text.endswith("\n")
 
     def _end_stream(self) -> None:

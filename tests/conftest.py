@@ -7,12 +7,14 @@ import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from tests.loopback import LoopbackServer
+from tests.terminal import Terminal
 
 # A quick profile for everyday runs and a more thorough one where CI sets CI=true;
 # HYPOTHESIS_PROFILE picks one by name. No deadline: two shared cores make timings noisy.
@@ -98,3 +100,25 @@ def run_cli(workspace: Path, loopback: LoopbackServer) -> Callable[..., CliRun]:
         return CliRun(result.exit_code, result.stdout, result.stderr)
 
     return invoke
+
+
+@pytest.fixture
+def make_terminal(workspace: Path, loopback: LoopbackServer) -> Iterator[Callable[..., Terminal]]:
+    """Starts `agent-tutorial ARGS` on a real pty against the loopback server; every
+    terminal it started is closed (its child killed if still running) after the test."""
+    started: list[Terminal] = []
+
+    def start(*args: str, **options: Any) -> Terminal:
+        env = {
+            "OPENAI_BASE_URL": loopback.base_url,
+            "OPENAI_API_KEY": TEST_API_KEY,
+            "AGENT_TUTORIAL_MODEL": "loopback-model",
+            **options.pop("env", {}),
+        }
+        terminal = Terminal(args, cwd=workspace, env=env, **options)
+        started.append(terminal)
+        return terminal
+
+    yield start
+    for terminal in started:
+        terminal.close()

@@ -1,0 +1,96 @@
+"""Answers on a real terminal: the REPL and a one-shot run on a pseudo-terminal against the
+loopback server, read back from a pyte screen. Lines wider than the terminal wrap; no
+word is ever cut off at the right edge, at 80 columns, at 40, or after a resize."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.loopback import LoopbackServer, text_stream
+from tests.terminal import Terminal
+
+MakeTerminal = Callable[..., Terminal]
+
+PARAGRAPH = (
+    "Here is a long paragraph that keeps going well past the width of any ordinary "
+    "terminal, so it has to wrap, and it ends with the word paragraphend."
+)
+BULLET = (
+    "a long bullet item that also runs on past the right edge of the terminal by a "
+    "comfortable margin and ends with bulletend"
+)
+CODE_LINE = (
+    "Call {code} and then keep talking for a good while longer, well past the edge, "
+    "until the line ends with codeend."
+)
+ANSWER = f"{PARAGRAPH}\n\n- {BULLET}\n- short\n\n{CODE_LINE.format(code='`make test`')}\n"
+# What the Markdown answer shows: bullets as •, inline code without its backticks.
+SHOWN = (PARAGRAPH, BULLET, CODE_LINE.format(code="make test"))
+
+
+def ask_in_repl(terminal: Terminal, prompt: str) -> None:
+    terminal.wait_for_prompt()
+    terminal.enter(prompt)
+    terminal.wait_for_text("codeend.")
+    terminal.wait_for_prompt()
+
+
+def line_ending_with(terminal: Terminal, word: str) -> str:
+    [line] = [line for line in terminal.lines() if word in line]
+    return line
+
+
+def test_repl_at_80_columns_shows_the_last_word_of_every_long_line(
+    make_terminal: MakeTerminal, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream(ANSWER, pieces=12))
+    terminal = make_terminal("run", "--chapter", "2", columns=80)
+
+    ask_in_repl(terminal, "explain")
+
+    assert line_ending_with(terminal, "paragraphend").endswith("the word paragraphend.")
+    assert line_ending_with(terminal, "bulletend").endswith("ends with bulletend")
+    assert line_ending_with(terminal, "codeend").endswith("line ends with codeend.")
+
+
+def test_repl_at_40_columns_loses_no_word(
+    make_terminal: MakeTerminal, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream(ANSWER, pieces=12))
+    terminal = make_terminal("run", "--chapter", "2", columns=40)
+
+    ask_in_repl(terminal, "explain")
+
+    shown = terminal.flat_text()
+    for sentence in SHOWN:
+        assert sentence in shown
+
+
+def test_repl_after_a_resize_wraps_at_the_new_width(
+    make_terminal: MakeTerminal, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("first answer"), text_stream(ANSWER, pieces=12))
+    terminal = make_terminal("run", "--chapter", "2", columns=100, fixed_size=False)
+    terminal.wait_for_prompt()
+    terminal.enter("warm up")
+    terminal.wait_for_text("first answer")
+
+    terminal.resize(columns=44, lines=30)
+    ask_in_repl(terminal, "explain")
+
+    shown = terminal.flat_text()
+    for sentence in SHOWN:
+        assert sentence in shown
+
+
+def test_streamed_one_shot_answer_at_40_columns_loses_no_word(
+    make_terminal: MakeTerminal, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream(ANSWER, pieces=12))
+    terminal = make_terminal("run", "--chapter", "2", "--prompt", "explain", columns=40)
+
+    assert terminal.wait_for_exit() == 0
+
+    shown = terminal.unwrapped_text()  # plain text, wrapped by the terminal itself
+    for sentence in (PARAGRAPH, BULLET, CODE_LINE.format(code="`make test`")):
+        assert sentence in shown
