@@ -28,6 +28,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_prepare.py
+	$(BIN)/agent-tutorial bench --turns 300 --seed 591 --context-window 128000
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import orjson
 import typer
@@ -356,6 +356,74 @@ def sessions_show(
     except (SessionError, OSError) as error:
         _fail(err, str(error), EXIT_USAGE)
     out.print(messages_table([to_wire(m) for m in loaded.history], title=path.name))
+
+
+@app.command()
+def bench(
+    turns: Annotated[
+        int | None, typer.Option(min=1, max=5_000, help="Model calls of the synthetic trace.")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the synthetic trace.")] = None,
+    session: Annotated[
+        str | None, typer.Option(help="Replay this recorded session (an id or prefix) instead.")
+    ] = None,
+    context_window: Annotated[
+        int, typer.Option(min=1_024, help="The model's context window in tokens.")
+    ] = 128_000,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Also save cost against retention as a PNG (needs matplotlib)."),
+    ] = None,
+) -> None:
+    """Replay one conversation through chapter 8's strategies and its peers, and compare
+    bytes, modelled prefix-cache hits and input cost."""
+    from agent_tutorial.features import bench as bench_feature
+    from agent_tutorial.features.bench.report import (
+        TABLE_WIDTH,
+        PlotUnavailableError,
+        bench_record,
+        bench_table,
+        save_plot,
+    )
+
+    out, err = make_consoles()
+    if session is not None and (turns is not None or seed is not None):
+        _fail(err, "--session replays a recorded session; drop --turns and --seed", EXIT_USAGE)
+    if session is not None:
+        trace, source = _session_trace_or_exit(session, err)
+    else:
+        steps, chosen_seed = turns or 300, 591 if seed is None else seed
+        trace = bench_feature.synthetic_trace(steps, chosen_seed)
+        source = f"synthetic trace, {steps:,} steps, seed {chosen_seed}"
+    report = bench_feature.run_bench(trace, source, context_window)
+    if json_output:
+        sys.stdout.write(orjson.dumps(bench_record(report), option=orjson.OPT_INDENT_2).decode())
+        sys.stdout.write("\n")
+    else:
+        width = None if out.is_terminal else TABLE_WIDTH
+        Console(file=sys.stdout, width=width).print(bench_table(report))
+    if plot is not None:
+        try:
+            save_plot(report, plot)
+        except PlotUnavailableError as error:
+            _fail(err, str(error), EXIT_USAGE)
+        except OSError as error:
+            _fail(err, f"cannot write {plot}: {error.strerror or error}", EXIT_FAILURE)
+
+
+def _session_trace_or_exit(session_id: str, err: Console) -> tuple[list[Any], str]:
+    from agent_tutorial.features.bench import session_trace
+
+    try:
+        path = find_session(Path.cwd().resolve(), session_id)
+        loaded = load_session(path, repair=False)
+    except (SessionError, OSError) as error:
+        _fail(err, str(error), EXIT_USAGE)
+    trace = session_trace(loaded.history)
+    if not trace:
+        _fail(err, f"session {loaded.meta.session_id} has no model calls to replay", EXIT_USAGE)
+    return trace, f"session {loaded.meta.session_id}, {len(trace):,} model calls"
 
 
 def main() -> None:
