@@ -170,11 +170,12 @@ class TerminalRenderer:
         if not self.err.is_terminal:
             return
         self._end_stream()
+        shown = Text(label)  # a model-chosen command is not markup: "[/x]" would even raise
         if self._status is None:
-            self._status = self.err.status(label, spinner="dots")
+            self._status = self.err.status(shown, spinner="dots")
             self._status.start()
         else:
-            self._status.update(label)
+            self._status.update(shown)
 
     def _stop_waiting(self) -> None:
         if self._status is not None:
@@ -312,7 +313,7 @@ def artifact_table(artifacts: Sequence[ArtifactInfo]) -> Table:
     table.add_column("time")
     for info in artifacts:
         stamp = datetime.fromtimestamp(info.modified).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(info.kind, info.id, format_bytes(info.size), stamp)
+        table.add_row(info.kind, Text(info.id), format_bytes(info.size), stamp)
     return table
 
 
@@ -338,7 +339,8 @@ def messages_table(records: Sequence[dict[str, Any] | str], *, title: str) -> Ta
         if isinstance(record, str):
             table.add_row(str(number), "?", Text(record))
         else:
-            table.add_row(str(number), str(record.get("role", "?")), Text(_message_text(record)))
+            role = Text(str(record.get("role", "?")))
+            table.add_row(str(number), role, Text(_message_text(record)))
     return table
 
 
@@ -358,7 +360,7 @@ def session_table(sessions: Sequence[SessionInfo]) -> Table:
         table.add_column(column)
     for info in sessions:
         table.add_row(
-            info.session_id,
+            Text(info.session_id),
             info.started.astimezone().strftime("%Y-%m-%d %H:%M"),
             str(info.chapter),
             str(info.turns),

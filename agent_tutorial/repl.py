@@ -157,7 +157,7 @@ class Repl:
             name, _, argument = text.partition(" ")
             command = self._commands.get(name)
             if command is None:
-                self.err.print(f"unknown command {name}; try /help", style="yellow")
+                self.err.print(Text(f"unknown command {name}; try /help", style="yellow"))
                 return True
             return command(argument.strip())
         self._run_turn(text)
@@ -264,7 +264,8 @@ class Repl:
         except (CompactionError, SessionError, ModelError) as error:
             self.err.print(Text.assemble(("compact failed: ", "bold red"), str(error)))
             return True
-        self.err.print(f"compacted; transcript {outcome.transcript.relative_path}", style="magenta")
+        transcript = outcome.transcript.relative_path
+        self.err.print(Text(f"compacted; transcript {transcript}", style="magenta"))
         return True
 
     def _todos(self, _argument: str) -> bool:
@@ -272,7 +273,7 @@ class Repl:
         if todos is None:
             self.err.print("todo planning arrives in chapter 5", style="yellow")
         else:
-            self.out.print(render_plan(todos.items) or "no plan yet", highlight=False)
+            self.out.print(Text(render_plan(todos.items) or "no plan yet"))  # "[x]": not markup
         return True
 
     def _artifacts(self, _argument: str) -> bool:
@@ -283,7 +284,7 @@ class Repl:
     def _clear(self, _argument: str) -> bool:
         self.conversation.start_new()
         self.summary.reset()
-        self.err.print(f"new session {self.conversation.session_id}", style="dim")
+        self.err.print(Text(f"new session {self.conversation.session_id}", style="dim"))
         return True
 
     def _sessions(self, _argument: str) -> bool:
@@ -302,16 +303,16 @@ class Repl:
         try:
             path = find_session(self.conversation.setup.workspace, argument)
             if self.conversation.log is not None and self.conversation.log.path == path:
-                self.err.print(f"already in session {self.conversation.session_id}", style="dim")
+                already = f"already in session {self.conversation.session_id}"
+                self.err.print(Text(already, style="dim"))
                 return True
             loaded = self.conversation.resume(path)
         except SessionError as error:
             self.err.print(Text.assemble(("cannot resume: ", "bold red"), str(error)))
             return True
         self.summary.reset()
-        self.err.print(
-            f"resumed {loaded.meta.session_id}: {len(loaded.history)} messages", style="dim"
-        )
+        resumed = f"resumed {loaded.meta.session_id}: {len(loaded.history)} messages"
+        self.err.print(Text(resumed, style="dim"))
         return True
 
 

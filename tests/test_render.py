@@ -49,3 +49,18 @@ def test_a_call_that_did_not_parse_still_names_a_recognisable_argument() -> None
     )
 
     assert "read_file notes.md" in shown
+
+
+def test_the_spinner_shows_a_bracketed_command_as_written() -> None:
+    err = io.StringIO()
+    renderer = TerminalRenderer(
+        Console(file=io.StringIO(), width=100),
+        Console(file=err, width=100, force_terminal=True),
+        stream_answer=False,
+    )
+    call = tool_call("c1", "bash", '{"command": "echo [/x] [bold]hi"}')
+
+    renderer.emit(ToolStarted(call, "echo [/x] [bold]hi"))
+    renderer.close()
+
+    assert "bash echo [/x] [bold]hi" in err.getvalue()

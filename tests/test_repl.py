@@ -29,7 +29,7 @@ from agent_tutorial.profiles import profile_for_chapter
 from agent_tutorial.render import RunSummary, TerminalRenderer, format_bytes
 from agent_tutorial.repl import SLASH_COMMANDS, Repl, SlashCompleter
 from tests.conftest import TEST_API_KEY
-from tests.loopback import LoopbackServer, error_reply, text_stream
+from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
 
 ENTER, ALT_ENTER, CTRL_C, CTRL_D = "\r", "\x1b\r", "\x03", "\x04"
 MODEL = "loopback-model"
@@ -433,3 +433,32 @@ def test_slash_completion_offers_the_matching_commands() -> None:
     completions = SlashCompleter().get_completions(Document("/c"), CompleteEvent())
 
     assert [completion.text for completion in completions] == ["/context", "/compact", "/clear"]
+
+
+def test_todos_shows_the_status_marks_and_the_items_as_written(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    plan = {
+        "todos": [
+            {"content": "read [bold]notes[/bold]", "status": "completed"},
+            {"content": "fix [/x] the parser", "status": "in_progress"},
+            {"content": "write tests", "status": "pending"},
+        ]
+    }
+    loopback.queue(tool_stream([("t1", "todo_write", plan)]), text_stream("Planned."))
+    harness = make_repl(chapter=5)
+
+    harness.drive("plan it", "/todos")
+
+    lines = harness.stdout.getvalue().splitlines()
+    assert "[x] read [bold]notes[/bold]" in lines
+    assert "[~] fix [/x] the parser" in lines
+    assert "[ ] write tests" in lines
+
+
+def test_unknown_command_is_echoed_as_typed_not_as_markup(make_repl: MakeRepl) -> None:
+    harness = make_repl()
+
+    harness.drive("/[red]oops[/]")
+
+    assert "unknown command /[red]oops[/]; try /help" in harness.err_text()
