@@ -123,16 +123,16 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(deps.model, events))
         if hooks is not None:
             summarizer = CompactionHooks(summarizer, hooks, workspace, events)
-        agent.compaction = CompactionManager(workspace, summarizer, on_event=events.emit)
+        agent.compaction = CompactionManager(
+            workspace, summarizer, deps.settings.compaction, on_event=events.emit
+        )
         guidance.append(ContinueAfterSummary())
     agent.runner = AgentRunner(
         deps.model,
         tools,
         system_prompt=_system_prompt(agent),
         max_turns=deps.max_turns or deps.settings.max_turns,
-        history_processor=agent.compaction,
-        tool_result_processor=agent.compaction,
-        overflow_recovery=agent.compaction,
+        context=agent.compaction,
         guards=guards,
         guidance=guidance,
         turn_guards=turn_guards,
@@ -280,7 +280,7 @@ def _child_runner(deps: AgentDeps, parent: Agent, guards: Sequence[CallGuard]) -
         subagent_tools(parent.runner.tools),
         system_prompt=_system_prompt(parent, subagent=True),
         max_turns=SUBAGENT_MAX_TURNS,
-        tool_result_processor=parent.compaction,
+        context=None if parent.compaction is None else parent.compaction.for_subagent(),
         guards=guards,
         events=EventBus([NestingSink(deps.events, depth=1)]),
     )

@@ -32,6 +32,7 @@ from pydantic_settings import (
 from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
 from agent_tutorial.core.tools import describe_validation_error
+from agent_tutorial.features.compaction.settings import CompactionSettings
 
 DEMO_MODEL = "demo"
 STATE_DIR = ".agent_tutorial"
@@ -94,6 +95,9 @@ class Settings(BaseSettings):
 
     hooks: HooksConfig = HooksConfig()
     """`[[hooks.<Event>]]` tables with matcher, command and timeout_s."""
+
+    compaction: CompactionSettings = CompactionSettings()
+    """`[compaction]`: chapter 8's thresholds and strategy; see `CompactionSettings`."""
 
     @property
     def is_demo(self) -> bool:

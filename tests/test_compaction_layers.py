@@ -19,8 +19,8 @@ from agent_tutorial.features.compaction import (
     history_utf8_bytes,
     micro_compact_history,
     snip_compact_history,
+    transcript_jsonl,
 )
-from agent_tutorial.features.history_layers import transcript_jsonl
 from tests.test_compaction_support import history_with, tool_group
 
 

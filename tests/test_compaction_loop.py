@@ -1,5 +1,5 @@
-"""The manager wired into `AgentRunner` as history processor, tool-result processor and
-overflow recovery, driven by a scripted model."""
+"""The manager wired into `AgentRunner` as its context policy (request history, tool-result
+processing and overflow recovery), driven by a scripted model."""
 
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ from agent_tutorial.core.tools import ToolDefinition, ToolRegistry, ToolResult, 
 from agent_tutorial.features.compaction import (
     SUMMARY_SYSTEM_PROMPT,
     CompactionManager,
+    CompactionSettings,
     ModelHistorySummarizer,
+    summary_message,
 )
-from agent_tutorial.features.history_layers import summary_message
 from agent_tutorial.testing import ScriptedModel, ScriptedReply, text_reply, tool_reply
 from tests.test_compaction_support import (
     SUMMARY,
@@ -61,9 +62,7 @@ def runner_with(
     return AgentRunner(
         model,
         ToolRegistry([emit_tool()]),
-        history_processor=manager,
-        tool_result_processor=manager,
-        overflow_recovery=manager,
+        context=manager,
         history=history or [],
     )
 
@@ -77,7 +76,7 @@ def manager_in(
         summarizer or FakeSummarizer(),  # type: ignore[arg-type]
         id_generator=counting_ids(),
         on_event=bus.emit,
-        **settings,  # type: ignore[arg-type]
+        settings=CompactionSettings(**settings),  # type: ignore[arg-type]
     )
 
 

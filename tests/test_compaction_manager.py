@@ -3,6 +3,7 @@ and the proactive and reactive compactions."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +19,19 @@ from agent_tutorial.core.messages import (
     tool_call,
     user_message,
 )
-from agent_tutorial.features import history_layers
 from agent_tutorial.features.compaction import (
     CompactionError,
     CompactionManager,
+    CompactionSettings,
     CompactionSummary,
-    PromptTooLongRetryError,
     history_utf8_bytes,
     micro_compact_history,
+    sizes,
     snip_compact_history,
+    summary_message,
+    transcript_jsonl,
 )
-from agent_tutorial.features.history_layers import summary_message, transcript_jsonl
+from agent_tutorial.features.compaction import index as canonical_index
 from tests.test_compaction_support import (
     SUMMARY,
     FakeSummarizer,
@@ -68,6 +71,19 @@ def failure(text: str = "the model wrote prose") -> CompactionError:
 def test_invalid_settings_are_a_value_error(workspace: Path, settings: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         make_manager(workspace, **settings)
+
+
+def test_the_cache_aware_strategy_is_refused_until_it_exists(workspace: Path) -> None:
+    with pytest.raises(ValueError, match="'cache-aware' compaction strategy is not available yet"):
+        CompactionManager(workspace, FakeSummarizer(), strategy="cache-aware")
+
+
+def test_strategy_and_window_keywords_override_the_settings(workspace: Path) -> None:
+    settings = CompactionSettings(snip_max_groups=20, context_window_tokens=8_192)
+
+    manager = CompactionManager(workspace, FakeSummarizer(), settings, context_window_tokens=4_096)
+
+    assert manager.settings == replace(settings, context_window_tokens=4_096)
 
 
 def test_prepare_below_the_threshold_is_micro_of_snip(workspace: Path) -> None:
@@ -269,13 +285,13 @@ def test_append_measures_only_the_appended_messages(
 def count_measurements(monkeypatch: pytest.MonkeyPatch) -> list[ChatMessage]:
     """Record every message whose size is computed from now on."""
     measured: list[ChatMessage] = []
-    real = history_layers.message_utf8_bytes
+    real = sizes.message_utf8_bytes
 
     def counting(message: ChatMessage) -> int:
         measured.append(message)
         return real(message)
 
-    monkeypatch.setattr(history_layers, "message_utf8_bytes", counting)
+    monkeypatch.setattr(canonical_index, "message_utf8_bytes", counting)
     return measured
 
 
@@ -479,29 +495,17 @@ def test_compact_proactively_raises_when_the_summary_fails(workspace: Path) -> N
     assert (workspace / TRANSCRIPT_1).exists()
 
 
-def test_prompt_too_long_twice_is_a_retry_error(workspace: Path) -> None:
-    summarizer = FakeSummarizer()
-
-    with pytest.raises(PromptTooLongRetryError):
-        make_manager(workspace, summarizer).compact_on_prompt_too_long(
-            history_with(9), retry_count=1
-        )
-
-    assert summarizer.calls == []
-    assert not (workspace / ".agent_tutorial").exists()
-
-
 def test_prompt_too_long_keeps_the_last_five_groups_after_the_summary(workspace: Path) -> None:
     history = history_with(9, "out")  # 10 groups
     summarizer = FakeSummarizer()
     manager = make_manager(workspace, summarizer)
 
-    outcome = manager.compact_on_prompt_too_long(history, retry_count=0)
+    recovered = manager.recover_from_overflow(history)
 
-    assert outcome.history == (summary_message(SUMMARY, TRANSCRIPT_1), *history[-10:])
+    assert recovered == (summary_message(SUMMARY, TRANSCRIPT_1), *history[-10:])
     assert summarizer.calls == [cheap_layers(history)]
-    assert outcome.transcript.path.read_bytes() == transcript_jsonl(history)
-    assert manager.prepare(history) == cheap_layers(outcome.history)
+    assert (workspace / TRANSCRIPT_1).read_bytes() == transcript_jsonl(history)
+    assert manager.prepare(history) == cheap_layers(recovered)
 
 
 def test_recover_from_overflow_falls_back_to_an_extractive_summary(workspace: Path) -> None:

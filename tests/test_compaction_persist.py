@@ -12,9 +12,11 @@ from agent_tutorial.features.compaction import (
     ArtifactConflictError,
     ArtifactPathError,
     CompactionError,
-    CompactionManager,
+    CompactionSettings,
 )
-from tests.test_compaction_support import FakeSummarizer, Recorder, make_manager
+from agent_tutorial.features.compaction.persist import ResultPersister
+from agent_tutorial.features.compaction.store import ArtifactStore
+from tests.test_compaction_support import Recorder, make_manager, make_persister
 
 ARTIFACTS = Path(".agent_tutorial") / "artifacts"
 
@@ -27,7 +29,7 @@ def artifact_names(workspace: Path) -> list[str]:
 def test_result_of_exactly_the_threshold_stays_inline(workspace: Path) -> None:
     result = tool_success("a" * 30_000)
 
-    batch = make_manager(workspace).compact_tool_results([result])
+    batch = make_persister(workspace).persist([result])
 
     assert batch.results == (result,)
     assert batch.artifacts == ()
@@ -39,7 +41,7 @@ def test_result_one_byte_over_the_threshold_is_persisted_with_its_full_bytes(
 ) -> None:
     content = "a" * 30_001
 
-    batch = make_manager(workspace).compact_tool_results([tool_success(content)])
+    batch = make_persister(workspace).persist([tool_success(content)])
 
     (artifact,) = batch.artifacts
     assert artifact.result_index == 0
@@ -50,22 +52,22 @@ def test_result_one_byte_over_the_threshold_is_persisted_with_its_full_bytes(
 
 
 def test_threshold_counts_utf8_bytes_not_characters(workspace: Path) -> None:
-    manager = make_manager(workspace)
+    persister = make_persister(workspace)
     exactly = tool_success("é" * 15_000)  # 15,000 characters, 30,000 bytes
     over = tool_success("é" * 15_001)  # 15,001 characters, 30,002 bytes
 
-    batch = manager.compact_tool_results([exactly, over])
+    batch = persister.persist([exactly, over])
 
     assert [artifact.result_index for artifact in batch.artifacts] == [1]
     assert batch.results[0] == exactly
 
 
 def test_persisted_result_keeps_exactly_the_reference_block(workspace: Path) -> None:
-    manager = make_manager(
+    persister = make_persister(
         workspace, persist_threshold_bytes=10, preview_head_bytes=4, preview_tail_bytes=3
     )
 
-    batch = manager.compact_tool_results([tool_success("0123456789abcdef")])
+    batch = persister.persist([tool_success("0123456789abcdef")])
 
     assert batch.results == (
         ToolResult(
@@ -86,7 +88,7 @@ def test_persisted_result_keeps_exactly_the_reference_block(workspace: Path) -> 
 def test_default_previews_are_two_thousand_bytes_each(workspace: Path) -> None:
     content = "h" * 2_000 + "m" * 40_000 + "t" * 2_000
 
-    batch = make_manager(workspace).compact_tool_results([tool_success(content)])
+    batch = make_persister(workspace).persist([tool_success(content)])
 
     text = batch.results[0].content
     assert "head_preview:\n" + "h" * 2_000 + "\ntail_preview:\n" + "t" * 2_000 + "\n" in text
@@ -95,9 +97,9 @@ def test_default_previews_are_two_thousand_bytes_each(workspace: Path) -> None:
 def test_previews_drop_characters_cut_at_either_end(workspace: Path) -> None:
     # Byte 2,000 falls inside "€" (3 bytes) at the head and inside "😀" (4 bytes) at the tail.
     head, tail = "a" * 1_999 + "€", "😀" + "z" * 1_998
-    manager = make_manager(workspace)
+    persister = make_persister(workspace)
 
-    batch = manager.compact_tool_results([tool_success(head + "m" * 40_000 + tail)])
+    batch = persister.persist([tool_success(head + "m" * 40_000 + tail)])
 
     text = batch.results[0].content
     assert "head_preview:\n" + "a" * 1_999 + "\ntail_preview:\n" + "z" * 1_998 + "\n" in text
@@ -105,29 +107,29 @@ def test_previews_drop_characters_cut_at_either_end(workspace: Path) -> None:
 
 def test_previews_keep_characters_that_end_exactly_at_the_cut(workspace: Path) -> None:
     head, tail = "a" * 1_997 + "€", "😀" + "z" * 1_996
-    manager = make_manager(workspace)
+    persister = make_persister(workspace)
 
-    batch = manager.compact_tool_results([tool_success(head + "m" * 40_000 + tail)])
+    batch = persister.persist([tool_success(head + "m" * 40_000 + tail)])
 
     assert f"head_preview:\n{head}\ntail_preview:\n{tail}\n" in batch.results[0].content
 
 
 def test_tail_preview_never_overlaps_the_head(workspace: Path) -> None:
-    manager = make_manager(
+    persister = make_persister(
         workspace, persist_threshold_bytes=5, preview_head_bytes=6, preview_tail_bytes=6
     )
 
-    batch = manager.compact_tool_results([tool_success("0123456789")])
+    batch = persister.persist([tool_success("0123456789")])
 
     assert "head_preview:\n012345\ntail_preview:\n6789\n" in batch.results[0].content
 
 
 def test_a_zero_head_preview_still_shows_the_tail(workspace: Path) -> None:
-    manager = make_manager(
+    persister = make_persister(
         workspace, persist_threshold_bytes=5, preview_head_bytes=0, preview_tail_bytes=3
     )
 
-    batch = manager.compact_tool_results([tool_success("0123456789")])
+    batch = persister.persist([tool_success("0123456789")])
 
     assert "head_preview:\n\ntail_preview:\n789\n" in batch.results[0].content
 
@@ -136,7 +138,7 @@ def test_batch_over_budget_persists_the_largest_result_first(workspace: Path) ->
     sizes = [25_000, 29_000, 27_000, 29_500, 28_000, 26_000, 25_000, 24_000]  # 213,500 bytes
     results = [tool_success("x" * size) for size in sizes]
 
-    batch = make_manager(workspace).compact_tool_results(results)
+    batch = make_persister(workspace).persist(results)
 
     assert [artifact.result_index for artifact in batch.artifacts] == [3]
 
@@ -144,7 +146,7 @@ def test_batch_over_budget_persists_the_largest_result_first(workspace: Path) ->
 def test_batch_budget_ties_are_persisted_in_result_order(workspace: Path) -> None:
     results = [tool_success("x" * 29_000) for _ in range(8)]  # 232,000 bytes
 
-    batch = make_manager(workspace).compact_tool_results(results)
+    batch = make_persister(workspace).persist(results)
 
     # Persisting result 0 leaves 203,000 bytes, result 1 then leaves 174,000.
     assert [artifact.result_index for artifact in batch.artifacts] == [0, 1]
@@ -155,7 +157,7 @@ def test_batch_budget_counts_only_results_kept_inline(workspace: Path) -> None:
     big = tool_success("b" * 100_000)
     results = [big, *(tool_success("x" * 25_000) for _ in range(8))]  # 200,000 inline
 
-    batch = make_manager(workspace).compact_tool_results(results)
+    batch = make_persister(workspace).persist(results)
 
     assert [artifact.result_index for artifact in batch.artifacts] == [0]
 
@@ -163,7 +165,7 @@ def test_batch_budget_counts_only_results_kept_inline(workspace: Path) -> None:
 def test_compacted_batch_keeps_length_and_order(workspace: Path) -> None:
     results = [tool_success("small"), tool_success("L" * 30_001), tool_error("bad", "no")]
 
-    batch = make_manager(workspace).compact_tool_results(results)
+    batch = make_persister(workspace).persist(results)
 
     assert len(batch.results) == 3
     assert batch.results[0] == results[0]
@@ -174,7 +176,7 @@ def test_compacted_batch_keeps_length_and_order(workspace: Path) -> None:
 def test_persisted_error_result_stays_an_error_with_its_code(workspace: Path) -> None:
     failure = tool_error("command_failed", "x" * 40_000)
 
-    batch = make_manager(workspace).compact_tool_results([failure])
+    batch = make_persister(workspace).persist([failure])
 
     (result,) = batch.results
     assert result.is_error
@@ -190,27 +192,27 @@ def test_persisted_error_result_stays_an_error_with_its_code(workspace: Path) ->
 def test_invalid_artifact_id_is_refused_before_anything_is_written(
     workspace: Path, artifact_id: str
 ) -> None:
-    manager = CompactionManager(workspace, FakeSummarizer(), id_generator=lambda: artifact_id)
+    persister = make_persister(workspace, id_generator=lambda: artifact_id)
 
     with pytest.raises(ArtifactPathError, match="artifact id"):
-        manager.compact_tool_results([tool_success("x" * 30_001)])
+        persister.persist([tool_success("x" * 30_001)])
 
     assert not (workspace / ".agent_tutorial").exists()
 
 
 def test_longest_valid_artifact_id_is_accepted(workspace: Path) -> None:
     artifact_id = "a" * 90 + "-b1c2d"  # 96 characters
-    manager = CompactionManager(workspace, FakeSummarizer(), id_generator=lambda: artifact_id)
+    persister = make_persister(workspace, id_generator=lambda: artifact_id)
 
-    batch = manager.compact_tool_results([tool_success("x" * 30_001)])
+    batch = persister.persist([tool_success("x" * 30_001)])
 
     assert batch.artifacts[0].reference.path.name == f"tool-result-{artifact_id}.txt"
 
 
 def test_default_ids_are_uuid4_hex(workspace: Path) -> None:
-    manager = CompactionManager(workspace, FakeSummarizer())
+    persister = ResultPersister(ArtifactStore(workspace), CompactionSettings())
 
-    batch = manager.compact_tool_results([tool_success("x" * 30_001)])
+    batch = persister.persist([tool_success("x" * 30_001)])
 
     name = batch.artifacts[0].reference.path.name
     assert len(name.removeprefix("tool-result-").removesuffix(".txt")) == 32
@@ -222,7 +224,7 @@ def test_existing_artifact_is_never_overwritten(workspace: Path) -> None:
     existing.write_bytes(b"earlier bytes")
 
     with pytest.raises(ArtifactConflictError, match="never overwritten"):
-        make_manager(workspace).compact_tool_results([tool_success("x" * 30_001)])
+        make_persister(workspace).persist([tool_success("x" * 30_001)])
 
     assert existing.read_bytes() == b"earlier bytes"
     assert artifact_names(workspace) == ["tool-result-id-1.txt"]
@@ -234,17 +236,17 @@ def test_failed_batch_removes_the_files_it_already_wrote(workspace: Path) -> Non
     results = [tool_success("1" * 30_001), tool_success("2" * 30_001)]
 
     with pytest.raises(ArtifactConflictError):
-        make_manager(workspace).compact_tool_results(results)
+        make_persister(workspace).persist(results)
 
     assert artifact_names(workspace) == ["tool-result-id-2.txt"]
     assert (workspace / ARTIFACTS / "tool-result-id-2.txt").read_bytes() == b"keep me"
 
 
 def test_an_id_repeated_within_a_batch_fails_the_whole_batch(workspace: Path) -> None:
-    manager = CompactionManager(workspace, FakeSummarizer(), id_generator=lambda: "same")
+    persister = make_persister(workspace, id_generator=lambda: "same")
 
     with pytest.raises(ArtifactConflictError):
-        manager.compact_tool_results([tool_success("1" * 30_001), tool_success("2" * 30_001)])
+        persister.persist([tool_success("1" * 30_001), tool_success("2" * 30_001)])
 
     assert artifact_names(workspace) == []
 
@@ -252,7 +254,7 @@ def test_an_id_repeated_within_a_batch_fails_the_whole_batch(workspace: Path) ->
 def test_successful_batch_leaves_no_temporary_files(workspace: Path) -> None:
     results = [tool_success("1" * 30_001), tool_success("2" * 30_001)]
 
-    make_manager(workspace).compact_tool_results(results)
+    make_persister(workspace).persist(results)
 
     assert artifact_names(workspace) == ["tool-result-id-1.txt", "tool-result-id-2.txt"]
 
@@ -267,7 +269,7 @@ def test_symlinked_state_directories_are_refused(
     (workspace / link).symlink_to(outside, target_is_directory=True)
 
     with pytest.raises(ArtifactPathError, match="real directory"):
-        make_manager(workspace).compact_tool_results([tool_success("x" * 30_001)])
+        make_persister(workspace).persist([tool_success("x" * 30_001)])
 
     assert list(outside.iterdir()) == []
 
@@ -277,7 +279,7 @@ def test_symlink_to_a_directory_inside_the_workspace_is_refused_too(workspace: P
     (workspace / ".agent_tutorial").symlink_to(workspace / "elsewhere")
 
     with pytest.raises(ArtifactPathError):
-        make_manager(workspace).compact_tool_results([tool_success("x" * 30_001)])
+        make_persister(workspace).persist([tool_success("x" * 30_001)])
 
     assert list((workspace / "elsewhere").iterdir()) == []
 
@@ -288,7 +290,7 @@ def test_state_directories_that_are_files_are_refused(workspace: Path, as_file: 
     (workspace / as_file).write_text("not a directory")
 
     with pytest.raises(ArtifactPathError):
-        make_manager(workspace).compact_tool_results([tool_success("x" * 30_001)])
+        make_persister(workspace).persist([tool_success("x" * 30_001)])
 
     assert (workspace / as_file).read_text() == "not a directory"
 
@@ -299,7 +301,7 @@ def test_workspace_reached_through_a_symlink_writes_into_the_real_workspace(
     alias = tmp_path / "alias"
     alias.symlink_to(workspace, target_is_directory=True)
 
-    batch = make_manager(alias).compact_tool_results([tool_success("x" * 30_001)])
+    batch = make_persister(alias).persist([tool_success("x" * 30_001)])
 
     assert batch.artifacts[0].reference.path == workspace.resolve() / ARTIFACTS / (
         "tool-result-id-1.txt"

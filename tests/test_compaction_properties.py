@@ -19,11 +19,12 @@ from agent_tutorial.core.messages import (
 )
 from agent_tutorial.features.compaction import (
     CompactionManager,
+    CompactionSettings,
     CompactionSummary,
     micro_compact_history,
     snip_compact_history,
 )
-from agent_tutorial.features.history_layers import snip_marker
+from agent_tutorial.features.compaction.index import snip_marker
 from tests.strategies import MessageGroup, paired_message_groups
 from tests.test_compaction_support import Recorder, counting_ids, make_manager
 
@@ -72,7 +73,7 @@ def test_every_layer_keeps_the_history_paired(
     with tempfile.TemporaryDirectory() as directory:
         manager = make_manager(Path(directory), **layers)
         validate_tool_pairing(manager.prepare(history))
-        validate_tool_pairing(manager.compact_on_prompt_too_long(history, retry_count=0).history)
+        validate_tool_pairing(manager.recover_from_overflow(history))
         validate_tool_pairing(manager.compact_proactively(history).history)
 
 
@@ -124,7 +125,7 @@ def _fresh_manager(workspace: Path, layers: dict[str, Any]) -> CompactionManager
         workspace,
         summarizer=_NoSummaries(),
         id_generator=counting_ids("fresh"),
-        **fresh_layers,
+        settings=CompactionSettings(**fresh_layers),
     )
 
 

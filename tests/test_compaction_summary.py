@@ -25,8 +25,8 @@ from agent_tutorial.features.compaction import (
     ExtractiveSummarizer,
     ModelHistorySummarizer,
     is_compacted_summary,
+    summary_message,
 )
-from agent_tutorial.features.history_layers import summary_message
 from agent_tutorial.testing import ScriptedModel, text_reply
 from tests.test_compaction_support import SUMMARY
 

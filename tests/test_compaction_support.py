@@ -19,8 +19,11 @@ from agent_tutorial.core.messages import (
 from agent_tutorial.features.compaction import (
     CompactionError,
     CompactionManager,
+    CompactionSettings,
     CompactionSummary,
 )
+from agent_tutorial.features.compaction.persist import ResultPersister
+from agent_tutorial.features.compaction.store import ArtifactStore
 
 SUMMARY = CompactionSummary(
     current_goal="Tour the repository",
@@ -119,5 +122,13 @@ def make_manager(
         summarizer if summarizer is not None else FakeSummarizer(),
         id_generator=counting_ids(id_prefix),
         on_event=recorder,
-        **settings,
+        settings=CompactionSettings(**settings),
     )
+
+
+def make_persister(
+    workspace: Path, *, id_generator: Callable[[], str] | None = None, **settings: Any
+) -> ResultPersister:
+    """Layer 1 as the manager builds it, with ids `id-1`, `id-2`, ... unless given."""
+    store = ArtifactStore(workspace, id_generator or counting_ids())
+    return ResultPersister(store, CompactionSettings(**settings))

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent_tutorial.config import ConfigError, load_settings, missing_settings, user_config_path
+from agent_tutorial.features.compaction import CompactionSettings
 
 
 def write(path: Path, text: str) -> None:
@@ -137,3 +138,37 @@ def test_rules_from_the_user_and_the_project_add_up(workspace: Path) -> None:
     patterns = [r.pattern for r in load_settings(workspace).permissions.rules]
 
     assert patterns == ["^rm ", "^curl "]
+
+
+def test_without_a_compaction_table_the_seed_numbers_apply(workspace: Path) -> None:
+    assert load_settings(workspace).compaction == CompactionSettings()
+    assert CompactionSettings().proactive_threshold_bytes == 50_000
+
+
+def test_a_compaction_table_builds_the_compaction_settings(workspace: Path) -> None:
+    write(
+        workspace / ".agent_tutorial" / "config.toml",
+        "[compaction]\nsnip_max_groups = 20\nkeep_recent_tool_groups = 5\n",
+    )
+
+    settings = load_settings(workspace).compaction
+
+    assert settings == CompactionSettings(snip_max_groups=20, keep_recent_tool_groups=5)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("bogus = 1", r"compaction\.bogus"),
+        ("snip_max_groups = 2", "snip max_groups must be at least 3"),
+        ('strategy = "fastest"', "compaction.strategy"),
+        ('strategy = "cache-aware"', "'cache-aware' compaction strategy is not available yet"),
+    ],
+)
+def test_an_invalid_compaction_table_is_a_readable_config_error(
+    workspace: Path, table: str, message: str
+) -> None:
+    write(workspace / ".agent_tutorial" / "config.toml", f"[compaction]\n{table}\n")
+
+    with pytest.raises(ConfigError, match=message):
+        load_settings(workspace)

@@ -325,8 +325,7 @@ def test_long_tour_makes_every_compaction_layer_fire(workspace: Path) -> None:
         model,
         tools_for(8, workspace, model),
         max_turns=100,
-        history_processor=manager,
-        tool_result_processor=manager,
+        context=manager,
         events=events,
     )
 

@@ -33,8 +33,7 @@ from agent_tutorial.core.messages import (
     validate_tool_pairing,
 )
 from agent_tutorial.core.model import ModelClient, ModelRequest, PromptTooLongError
-from agent_tutorial.features.compaction import history_utf8_bytes
-from agent_tutorial.features.history_layers import summary_message
+from agent_tutorial.features.compaction import history_utf8_bytes, summary_message
 from agent_tutorial.features.sessions import (
     SessionLog,
     SessionMeta,

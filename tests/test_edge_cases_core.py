@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 from agent_tutorial.config import ConfigError, load_settings
-from agent_tutorial.core.loop import AgentRunner, TurnInterrupted
+from agent_tutorial.core.loop import AgentRunner, FullContext, TurnInterrupted
 from agent_tutorial.core.messages import from_wire, tool_call, user_message, validate_tool_pairing
 from agent_tutorial.core.model import ModelRequest, PromptTooLongError, ProviderError, Usage
 from agent_tutorial.core.tools import ToolDefinition, ToolRegistry, ToolResult, tool_success
@@ -134,7 +134,7 @@ def _echo_registry() -> ToolRegistry:
     )
 
 
-class _InterruptedProcessor:
+class _InterruptedProcessor(FullContext):
     """A tool-result processor that is busy (writing artifacts) when Ctrl-C arrives."""
 
     def process_tool_results(self, results: Sequence[ToolResult]) -> Sequence[ToolResult]:
@@ -144,7 +144,7 @@ class _InterruptedProcessor:
 def test_ctrl_c_while_results_are_processed_keeps_history_paired() -> None:
     calls = [tool_call("c1", "echo", '{"text": "a"}'), tool_call("c2", "echo", '{"text": "b"}')]
     model = ScriptedModel([tool_reply(*calls), text_reply("still here")])
-    runner = AgentRunner(model, _echo_registry(), tool_result_processor=_InterruptedProcessor())
+    runner = AgentRunner(model, _echo_registry(), context=_InterruptedProcessor())
 
     with pytest.raises(TurnInterrupted):
         runner.run("go")

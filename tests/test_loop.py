@@ -24,12 +24,13 @@ from agent_tutorial.core.events import (
 from agent_tutorial.core.loop import (
     AgentRunner,
     ContextOverflowError,
+    ContextPolicy,
+    FullContext,
     MaxTurnsExceeded,
     ProcessorError,
     ReplyCutOff,
     RequestGuidance,
     RunResult,
-    ToolResultProcessor,
     TurnGuard,
     TurnInterrupted,
 )
@@ -295,7 +296,7 @@ def test_tool_calls_of_a_cut_off_reply_never_run(bench: Bench) -> None:
 # History processor
 
 
-class ClearToolResults:
+class ClearToolResults(FullContext):
     """A history processor that hides tool output from the request (like micro-compaction)."""
 
     def __init__(self) -> None:
@@ -314,7 +315,7 @@ class ClearToolResults:
 def test_history_processor_output_is_what_the_model_receives(bench: Bench) -> None:
     model = scripted(tool_reply(echo("c1", "a")), text_reply("done"))
 
-    AgentRunner(model, bench.registry(), history_processor=ClearToolResults()).run("go")
+    AgentRunner(model, bench.registry(), context=ClearToolResults()).run("go")
 
     assert tool_messages(model.requests[1].messages) == [tool_message("[cleared]", "c1")]
 
@@ -322,7 +323,7 @@ def test_history_processor_output_is_what_the_model_receives(bench: Bench) -> No
 def test_history_processor_leaves_canonical_history_unchanged(bench: Bench) -> None:
     model = scripted(tool_reply(echo("c1", "a")), text_reply("done"))
     processor = ClearToolResults()
-    runner = AgentRunner(model, bench.registry(), history_processor=processor)
+    runner = AgentRunner(model, bench.registry(), context=processor)
 
     runner.run("go")
 
@@ -333,24 +334,24 @@ def test_history_processor_leaves_canonical_history_unchanged(bench: Bench) -> N
 # Tool-result processor
 
 
-class Shout:
+class Shout(FullContext):
     def process_tool_results(self, results: Sequence[ToolResult]) -> Sequence[ToolResult]:
         return [tool_success(result.content.upper()) for result in results]
 
 
-class BrokenProcessor:
+class BrokenProcessor(FullContext):
     def process_tool_results(self, results: Sequence[ToolResult]) -> Sequence[ToolResult]:
         raise ProcessorError("artifact directory is read-only")
 
 
-class DropsOne:
+class DropsOne(FullContext):
     def process_tool_results(self, results: Sequence[ToolResult]) -> Sequence[ToolResult]:
         return results[1:]
 
 
 def test_tool_result_processor_rewrites_the_batch_before_it_is_appended(bench: Bench) -> None:
     model = scripted(tool_reply(echo("c1", "a"), echo("c2", "b")), text_reply("done"))
-    runner = AgentRunner(model, bench.registry(), tool_result_processor=Shout())
+    runner = AgentRunner(model, bench.registry(), context=Shout())
 
     runner.run("go")
 
@@ -362,10 +363,10 @@ def test_tool_result_processor_rewrites_the_batch_before_it_is_appended(bench: B
 
 @pytest.mark.parametrize("processor", [BrokenProcessor(), DropsOne()], ids=["raises", "short"])
 def test_failing_tool_result_processor_gives_every_call_a_processing_error(
-    bench: Bench, processor: ToolResultProcessor
+    bench: Bench, processor: ContextPolicy
 ) -> None:
     model = scripted(tool_reply(echo("c1", "a"), echo("c2", "b")), text_reply("done"))
-    runner = AgentRunner(model, bench.registry(), tool_result_processor=processor)
+    runner = AgentRunner(model, bench.registry(), context=processor)
 
     result = runner.run("go")
 
@@ -380,7 +381,7 @@ def test_failing_tool_result_processor_gives_every_call_a_processing_error(
 # Context overflow
 
 
-class ShrinkToSummary:
+class ShrinkToSummary(FullContext):
     """An overflow recovery that replaces the whole history with one summary message."""
 
     def __init__(self) -> None:
@@ -402,7 +403,7 @@ def test_overflow_is_recovered_once_and_the_turn_succeeds(bench: Bench) -> None:
     model = scripted(PromptTooLongError("too long"), text_reply("done"))
     recovery = ShrinkToSummary()
 
-    result = AgentRunner(model, bench.registry(), overflow_recovery=recovery).run("go")
+    result = AgentRunner(model, bench.registry(), context=recovery).run("go")
 
     assert result.final_text == "done"
     assert recovery.calls == 1
@@ -414,7 +415,7 @@ def test_second_overflow_in_a_turn_ends_the_run_suggesting_compact(bench: Bench)
     recovery = ShrinkToSummary()
 
     with pytest.raises(ContextOverflowError, match="/compact"):
-        AgentRunner(model, bench.registry(), overflow_recovery=recovery).run("go")
+        AgentRunner(model, bench.registry(), context=recovery).run("go")
 
     assert len(model.requests) == 2
     assert recovery.calls == 1
@@ -429,7 +430,7 @@ def test_overflow_can_be_recovered_again_in_a_later_turn(bench: Bench) -> None:
     )
     recovery = ShrinkToSummary()
 
-    result = AgentRunner(model, bench.registry(), overflow_recovery=recovery).run("go")
+    result = AgentRunner(model, bench.registry(), context=recovery).run("go")
 
     assert (result.final_text, recovery.calls) == ("done", 2)
 

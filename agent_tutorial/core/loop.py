@@ -43,22 +43,38 @@ from agent_tutorial.core.model import (
 from agent_tutorial.core.tools import ParsedCall, ToolRegistry, ToolResult, tool_error
 
 
-class HistoryProcessor(Protocol):
-    """Builds the request history from canonical history (chapter 8: compaction)."""
+class ContextPolicy(Protocol):
+    """What the model sees of the conversation, in three roles (chapter 8: compaction):
+    build each request from canonical history, rewrite a finished batch of tool results
+    before it enters canonical history, and shorten a history the provider refused."""
 
-    def prepare(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]: ...
+    def prepare(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+        """The request history for the next model call; canonical history stays as it is."""
+        ...
+
+    def process_tool_results(self, results: Sequence[ToolResult]) -> Sequence[ToolResult]:
+        """The batch as it enters canonical history: same length and order.
+        Raises `ProcessorError` when it cannot."""
+        ...
+
+    def recover_from_overflow(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+        """A shorter request history after a too-long reply; called at most once a turn.
+        Raises `ContextOverflowError` when it cannot."""
+        ...
 
 
-class OverflowRecovery(Protocol):
-    """Shrinks a history the provider refused as too long; called at most once a turn."""
+class FullContext:
+    """Chapters 1-7: every request carries the whole canonical history, results enter it
+    as they are, and a history the provider refuses cannot be shortened."""
 
-    def recover_from_overflow(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]: ...
+    def prepare(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+        return history
 
+    def process_tool_results(self, results: Sequence[ToolResult]) -> Sequence[ToolResult]:
+        return results
 
-class ToolResultProcessor(Protocol):
-    """Rewrites a finished batch of results before it enters canonical history."""
-
-    def process_tool_results(self, results: Sequence[ToolResult]) -> Sequence[ToolResult]: ...
+    def recover_from_overflow(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+        raise ContextOverflowError("the conversation no longer fits")
 
 
 class ProcessorError(Exception):
@@ -130,9 +146,7 @@ class AgentRunner:
         *,
         system_prompt: str = "",
         max_turns: int = 50,
-        history_processor: HistoryProcessor | None = None,
-        tool_result_processor: ToolResultProcessor | None = None,
-        overflow_recovery: OverflowRecovery | None = None,
+        context: ContextPolicy | None = None,
         guards: Sequence[CallGuard] = (),
         guidance: Sequence[RequestGuidance] = (),
         turn_guards: Sequence[TurnGuard] = (),
@@ -146,9 +160,7 @@ class AgentRunner:
         self.tools = tools
         self.system_prompt = system_prompt
         self.max_turns = max_turns
-        self.history_processor = history_processor
-        self.tool_result_processor = tool_result_processor
-        self.overflow_recovery = overflow_recovery
+        self.context: ContextPolicy = context or FullContext()
         self.guards = list(guards)
         self.guidance = list(guidance)
         self.turn_guards = list(turn_guards)
@@ -184,19 +196,15 @@ class AgentRunner:
             self._append(user_message(follow_up))
         raise MaxTurnsExceeded(f"stopped after {self.max_turns} turns without a final answer")
 
-    def _request_history(self) -> list[ChatMessage]:
-        if self.history_processor is None:
-            return list(self.history)
-        return list(self.history_processor.prepare(self.history))
-
     def _ask_model(self) -> ModelReply:
-        request_history = self._request_history()
+        request_history = self.context.prepare(self.history)
         try:
             reply = self._complete(request_history)
         except PromptTooLongError as error:
-            if self.overflow_recovery is None:
-                raise ContextOverflowError(f"the conversation no longer fits: {error}") from error
-            recovered = list(self.overflow_recovery.recover_from_overflow(self.history))
+            try:
+                recovered = self.context.recover_from_overflow(self.history)
+            except ContextOverflowError as cannot:
+                raise ContextOverflowError(f"{cannot}: {error}") from error
             try:
                 reply = self._complete(recovered)
             except PromptTooLongError as again:
@@ -288,10 +296,8 @@ class AgentRunner:
             self._append(tool_message(result.content, call.id))
 
     def _process_results(self, results: Sequence[ToolResult]) -> Sequence[ToolResult]:
-        if self.tool_result_processor is None:
-            return results
         try:
-            processed = self.tool_result_processor.process_tool_results(results)
+            processed = self.context.process_tool_results(results)
         except (ProcessorError, OSError) as error:
             return [_processing_error(str(error)) for _ in results]
         if len(processed) != len(results):

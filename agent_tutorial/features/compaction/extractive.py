@@ -19,18 +19,14 @@ from agent_tutorial.core.messages import (
     ToolMessage,
     UserMessage,
 )
-from agent_tutorial.features.history_layers import (
-    COMPACTED_TOOL_RESULT,
+from agent_tutorial.features.compaction.layers import COMPACTED_TOOL_RESULT
+from agent_tutorial.features.compaction.summary import (
+    FOCUS_PREFIX,
+    SUMMARY_INSTRUCTION,
     CompactionSummary,
     is_compacted_summary,
     parse_summary_content,
 )
-
-# Compaction adds these user messages to what a summarizer reads; they are not the user's.
-FOCUS_PREFIX = "Focus the summary on: "
-"""Starts the message that carries a `/compact` focus."""
-SUMMARY_INSTRUCTION = "Summarise the conversation above now: reply with the JSON object only."
-"""The last message of a model summary request."""
 
 _FILE_TOOLS = ("read_file", "write_file", "edit_file")
 _SUBJECT_ARGUMENTS = ("path", "command", "pattern")

@@ -1,8 +1,6 @@
-"""Compaction layer 1 on disk: artifact ids, the `.agent_tutorial/artifacts` directory, and
-files published atomically and exclusively, so a persisted result is never half-written,
-never overwrites anything and never lands outside the workspace.
-
-Also the compaction error family, which every layer raises.
+"""Where chapter 8 writes: artifact ids, the `.agent_tutorial/artifacts` directory, and
+files published atomically and exclusively, so a persisted result or transcript is never
+half-written, never overwrites anything and never lands outside the workspace.
 """
 
 from __future__ import annotations
@@ -17,8 +15,11 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_tutorial.core.loop import ProcessorError
-from agent_tutorial.core.tools import ToolResult
+from agent_tutorial.features.compaction.errors import (
+    ArtifactConflictError,
+    ArtifactPathError,
+    CompactionError,
+)
 
 STATE_DIRECTORY = ".agent_tutorial"
 ARTIFACTS_DIRECTORY = "artifacts"
@@ -28,18 +29,6 @@ _ARTIFACT_ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 _MAX_ID_LENGTH = 96
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-class CompactionError(ProcessorError):
-    """Compaction could not do its work; nothing it had started to write is left behind."""
-
-
-class ArtifactPathError(CompactionError):
-    """An artifact id or directory is unsafe: a bad id, or a symlink, file or escape."""
-
-
-class ArtifactConflictError(CompactionError):
-    """An artifact with that name already exists; artifacts are never overwritten."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,77 +178,3 @@ def tool_result_file_name(artifact_id: str) -> str:
 
 def transcript_file_name(artifact_id: str) -> str:
     return f"transcript-{artifact_id}.jsonl"
-
-
-def results_to_persist(sizes: Sequence[int], *, threshold: int, batch_budget: int) -> list[int]:
-    """Indexes (in result order) of the results layer 1 persists: every result larger than
-    `threshold`, then the largest remaining (ties in order) until the rest fits the budget."""
-    chosen = {index for index, size in enumerate(sizes) if size > threshold}
-    inline_total = sum(size for index, size in enumerate(sizes) if index not in chosen)
-    remaining = sorted(
-        (index for index in range(len(sizes)) if index not in chosen),
-        key=lambda index: (-sizes[index], index),
-    )
-    for index in remaining:
-        if inline_total <= batch_budget:
-            break
-        chosen.add(index)
-        inline_total -= sizes[index]
-    return sorted(chosen)
-
-
-def persisted_result(
-    result: ToolResult,
-    content_bytes: bytes,
-    reference: ArtifactReference,
-    *,
-    head_bytes: int,
-    tail_bytes: int,
-) -> ToolResult:
-    """The result the model sees instead of a persisted one; errors stay errors."""
-    block = persisted_block(content_bytes, reference, head_bytes=head_bytes, tail_bytes=tail_bytes)
-    if not result.is_error:
-        return ToolResult(content=block)
-    if result.error_code is not None:
-        block = f"Error [{result.error_code}]: the output was too large to show inline\n{block}"
-    return ToolResult(content=block, is_error=True, error_code=result.error_code)
-
-
-def persisted_block(
-    content_bytes: bytes, reference: ArtifactReference, *, head_bytes: int, tail_bytes: int
-) -> str:
-    head_end = utf8_head_end(content_bytes, head_bytes)
-    tail_start = utf8_tail_start(content_bytes, tail_bytes, not_before=head_end)
-    return (
-        "<persisted-tool-result>\n"
-        f"path: {reference.relative_path}\n"
-        f"original_bytes: {reference.original_bytes}\n"
-        "head_preview:\n"
-        f"{content_bytes[:head_end].decode()}\n"
-        "tail_preview:\n"
-        f"{content_bytes[tail_start:].decode()}\n"
-        "</persisted-tool-result>"
-    )
-
-
-def utf8_head_end(data: bytes, limit: int) -> int:
-    """End of the longest prefix of at most `limit` bytes that ends on a character boundary."""
-    if limit >= len(data):
-        return len(data)
-    end = limit
-    while end > 0 and _is_continuation_byte(data[end]):
-        end -= 1
-    return end
-
-
-def utf8_tail_start(data: bytes, limit: int, *, not_before: int) -> int:
-    """Start of the longest suffix of at most `limit` bytes that starts on a character
-    boundary and does not reach back before `not_before`."""
-    start = max(len(data) - limit, not_before)
-    while start < len(data) and _is_continuation_byte(data[start]):
-        start += 1
-    return start
-
-
-def _is_continuation_byte(byte: int) -> bool:
-    return byte & 0b1100_0000 == 0b1000_0000

@@ -1,0 +1,248 @@
+"""Layers 2 and 3, built from the canonical index: snip omits old middle groups behind one
+marker, micro clears the results of all but the most recent tool groups (their calls and
+ids stay, so pairing holds). Where each layer cuts is a `LayerPolicy`'s choice, one per
+strategy.
+
+`snip_compact_history` and `micro_compact_history` are the same layers over a plain history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from agent_tutorial.core.messages import (
+    ChatMessage,
+    History,
+    SystemMessage,
+    ToolMessage,
+    tool_message,
+)
+from agent_tutorial.features.compaction.index import CanonicalIndex, snip_marker
+from agent_tutorial.features.compaction.settings import (
+    CompactionSettings,
+    check_micro_settings,
+    check_snip_settings,
+)
+from agent_tutorial.features.compaction.sizes import message_utf8_bytes
+
+COMPACTED_TOOL_RESULT = "[Earlier tool result compacted. Re-run if needed.]"
+_SEED = CompactionSettings()
+
+
+class LayerPolicy(Protocol):
+    """Where the cheap layers cut a request; one per compaction strategy."""
+
+    def snip_span(self, group_count: int) -> tuple[int, int] | None:
+        """The positions [start, stop) of a base of `group_count` groups that snip
+        replaces with one marker, or None to keep them all."""
+        ...
+
+    def groups_to_clear(self, tool_group_count: int) -> int:
+        """How many of the oldest tool groups left after snip micro clears."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SeedLayers:
+    """The seed's pipeline: cut whenever the history passes a bound, every request.
+    A `None` turns that layer off."""
+
+    snip_max_groups: int | None
+    snip_keep_head_groups: int
+    keep_recent_tool_groups: int | None
+
+    @classmethod
+    def from_settings(cls, settings: CompactionSettings) -> SeedLayers:
+        return cls(
+            settings.snip_max_groups,
+            settings.snip_keep_head_groups,
+            settings.keep_recent_tool_groups,
+        )
+
+    def snip_span(self, group_count: int) -> tuple[int, int] | None:
+        if self.snip_max_groups is None or group_count <= self.snip_max_groups:
+            return None
+        head = self.snip_keep_head_groups
+        return head, group_count - (self.snip_max_groups - head - 1)
+
+    def groups_to_clear(self, tool_group_count: int) -> int:
+        if self.keep_recent_tool_groups is None:
+            return 0
+        return max(0, tool_group_count - self.keep_recent_tool_groups)
+
+
+def layer_policy(settings: CompactionSettings) -> LayerPolicy:
+    """The policy of the settings' strategy."""
+    if settings.strategy == "seed":
+        return SeedLayers.from_settings(settings)
+    raise ValueError(f"the {settings.strategy!r} compaction strategy is not available yet")
+
+
+@dataclass(frozen=True, slots=True)
+class LayeredRequest:
+    """A request history after snip and micro, with what each layer did to it."""
+
+    messages: tuple[ChatMessage, ...]
+    utf8_bytes: int
+    snip_omitted_groups: int = 0
+    snip_bytes_saved: int = 0
+    micro_cleared_results: int = 0
+    micro_bytes_saved: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Lead:
+    """A summary message standing for the canonical groups before `first_group`."""
+
+    message: SystemMessage
+    utf8_bytes: int
+    first_group: int
+
+
+_LEAD = -1  # the summary message in front of the canonical groups
+_MARKER = -2  # the snip marker
+
+
+class CheapLayers:
+    """micro(snip(lead + groups)) for one canonical index, in time proportional to the
+    request rather than to the canonical history. Cleared results are kept between calls."""
+
+    def __init__(self, index: CanonicalIndex, policy: LayerPolicy) -> None:
+        self._index = index
+        self._policy = policy
+        self._cleared: dict[int, tuple[ChatMessage, int]] = {}  # message -> (result, saved)
+
+    def build(self, lead: Lead | None) -> LayeredRequest:
+        base = _Base(lead, self._index.group_count)
+        snipped = self._snip(base)
+        index = self._index
+        tool_units = [unit for unit in snipped.units if unit >= 0 and index.is_tool_group(unit)]
+        cleared = set(tool_units[: self._policy.groups_to_clear(len(tool_units))])
+        messages: list[ChatMessage] = []
+        total = cleared_count = micro_saved = 0
+        for unit in snipped.units:
+            if unit == _LEAD and lead is not None:
+                messages.append(lead.message)
+                total += lead.utf8_bytes
+            elif unit == _MARKER and snipped.marker is not None:
+                messages.append(snipped.marker)
+                total += snipped.marker_bytes
+            else:
+                start, end = index.group_start(unit), index.group_start(unit + 1)
+                total += index.message_bytes(start, end)
+                if unit not in cleared:
+                    messages.extend(index.messages[start:end])
+                    continue
+                messages.append(index.messages[start])  # the assistant's calls stay
+                for position in range(start + 1, end):
+                    result, saved = self._cleared_result(position)
+                    messages.append(result)
+                    cleared_count += result is not index.messages[position]
+                    micro_saved += saved
+        return LayeredRequest(
+            messages=tuple(messages),
+            utf8_bytes=total - micro_saved,
+            snip_omitted_groups=snipped.omitted_groups,
+            snip_bytes_saved=snipped.bytes_saved,
+            micro_cleared_results=cleared_count,
+            micro_bytes_saved=micro_saved,
+        )
+
+    def _snip(self, base: _Base) -> _Snipped:
+        length = len(base)
+        span = self._policy.snip_span(length)
+        if span is None:
+            return _Snipped([base.unit(position) for position in range(length)])
+        start, stop = span
+        omitted_groups, omitted_bytes = self._span_totals(base, start, stop)
+        marker = snip_marker(omitted_groups)
+        marker_bytes = message_utf8_bytes(marker)
+        units = [base.unit(position) for position in range(start)]
+        units.append(_MARKER)
+        units.extend(base.unit(position) for position in range(stop, length))
+        return _Snipped(units, marker, marker_bytes, omitted_groups, omitted_bytes - marker_bytes)
+
+    def _span_totals(self, base: _Base, start: int, stop: int) -> tuple[int, int]:
+        """Canonical groups and bytes of base positions [start, stop)."""
+        groups = utf8_bytes = 0
+        if base.lead is not None and start == 0:
+            groups, utf8_bytes = 1, base.lead.utf8_bytes
+            start = 1
+        if start < stop:
+            first, last = base.unit(start), base.unit(stop - 1) + 1
+            groups += self._index.canonical_groups(first, last)
+            utf8_bytes += self._index.group_bytes(first, last)
+        return groups, utf8_bytes
+
+    def _cleared_result(self, position: int) -> tuple[ChatMessage, int]:
+        cached = self._cleared.get(position)
+        if cached is None:
+            original = self._index.messages[position]
+            result = compacted_result(original)
+            own_bytes = self._index.message_bytes(position, position + 1)
+            saved = 0 if result is original else own_bytes - message_utf8_bytes(result)
+            cached = self._cleared[position] = (result, saved)
+        return cached
+
+
+def compacted_result(message: ChatMessage) -> ChatMessage:
+    if isinstance(message, ToolMessage) and message.content != COMPACTED_TOOL_RESULT:
+        return tool_message(COMPACTED_TOOL_RESULT, message.tool_call_id)
+    return message
+
+
+@dataclass(frozen=True, slots=True)
+class _Snipped:
+    """The units snip keeps, `_MARKER` standing where groups were cut."""
+
+    units: list[int]
+    marker: SystemMessage | None = None
+    marker_bytes: int = 0
+    omitted_groups: int = 0
+    bytes_saved: int = 0
+
+
+class _Base:
+    """The groups the layers start from: an optional summary message, then the canonical
+    groups from the lead's first group on; positions map to group numbers or `_LEAD`."""
+
+    def __init__(self, lead: Lead | None, group_count: int) -> None:
+        self.lead = lead
+        self._offset = 0 if lead is None else 1
+        self._first_group = 0 if lead is None else lead.first_group
+        self._length = self._offset + group_count - self._first_group
+
+    def __len__(self) -> int:
+        return self._length
+
+    def unit(self, position: int) -> int:
+        if position < self._offset:
+            return _LEAD
+        return self._first_group + position - self._offset
+
+
+# --- the same layers over a plain history (chapter 8's guide teaches these) ------------------
+
+
+def snip_compact_history(
+    history: History,
+    *,
+    max_groups: int = _SEED.snip_max_groups,
+    keep_head_groups: int = _SEED.snip_keep_head_groups,
+) -> tuple[ChatMessage, ...]:
+    """Layer 2: beyond `max_groups` groups, keep the first `keep_head_groups`, one marker
+    counting the canonical groups omitted, and the most recent groups up to `max_groups`."""
+    check_snip_settings(max_groups, keep_head_groups)
+    policy = SeedLayers(max_groups, keep_head_groups, keep_recent_tool_groups=None)
+    return CheapLayers(CanonicalIndex.of(history), policy).build(None).messages
+
+
+def micro_compact_history(
+    history: History, *, keep_recent_tool_groups: int = _SEED.keep_recent_tool_groups
+) -> tuple[ChatMessage, ...]:
+    """Layer 3: clear the results of every tool group but the most recent ones; the calls
+    and their ids stay, so pairing holds."""
+    check_micro_settings(keep_recent_tool_groups)
+    policy = SeedLayers(None, 0, keep_recent_tool_groups)
+    return CheapLayers(CanonicalIndex.of(history), policy).build(None).messages

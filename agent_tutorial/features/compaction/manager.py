@@ -1,0 +1,368 @@
+"""Chapter 8's four layers as the loop's `ContextPolicy`.
+
+Layer 1 persists large tool results before they enter canonical history. Layers 2–4 build
+each *request* history from canonical history, cheapest first: snip old groups, clear old
+tool results, and only then replace the history with a structured summary whose full
+transcript stays on disk. Canonical history is never modified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from agent_tutorial.core.events import CompactionApplied, Notice
+from agent_tutorial.core.loop import ContextOverflowError, FullContext
+from agent_tutorial.core.messages import (
+    ChatMessage,
+    History,
+    SystemMessage,
+    UserMessage,
+    system_message,
+    user_message,
+    validate_tool_pairing,
+)
+from agent_tutorial.core.tools import ToolResult
+from agent_tutorial.features.compaction import wording
+from agent_tutorial.features.compaction.breaker import SummaryBreaker
+from agent_tutorial.features.compaction.errors import CompactionError
+from agent_tutorial.features.compaction.extractive import ExtractiveSummarizer
+from agent_tutorial.features.compaction.index import CanonicalIndex
+from agent_tutorial.features.compaction.layers import (
+    CheapLayers,
+    LayeredRequest,
+    Lead,
+    layer_policy,
+)
+from agent_tutorial.features.compaction.persist import ResultPersister
+from agent_tutorial.features.compaction.settings import CompactionSettings, CompactionStrategy
+from agent_tutorial.features.compaction.sizes import message_utf8_bytes, transcript_jsonl
+from agent_tutorial.features.compaction.store import (
+    ArtifactReference,
+    ArtifactStore,
+    transcript_file_name,
+)
+from agent_tutorial.features.compaction.summary import (
+    FOCUS_PREFIX,
+    CompactionSummary,
+    HistorySummarizer,
+    is_compacted_summary,
+    parse_summary_content,
+    summarize,
+    summary_message,
+)
+
+CompactionEventSink = Callable[[CompactionApplied | Notice], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionOutcome:
+    """A summarised history (the summary message first) and where its transcript lives."""
+
+    history: tuple[ChatMessage, ...]
+    transcript: ArtifactReference
+    summary: CompactionSummary
+
+
+@dataclass(frozen=True, slots=True)
+class _SummaryState:
+    """The last summary: its message stands for canonical messages[:covered_messages]."""
+
+    message: SystemMessage
+    covered_messages: int
+    utf8_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    request: LayeredRequest
+    summary: _SummaryState | None
+
+
+class CompactionManager:
+    """One per runner, the loop's `ContextPolicy`: persists large results (layer 1), builds
+    each request (layers 2–4) and recovers from an overflow reply.
+
+    The request history is a function of canonical history and the last summary. It is
+    cached: an identical history costs nothing, and an append costs work proportional to
+    what was appended. `strategy` and `context_window_tokens`, when given, override the
+    fields of `settings` with those names.
+    """
+
+    def __init__(
+        self,
+        workspace: Path | str,
+        summarizer: HistorySummarizer,
+        settings: CompactionSettings = CompactionSettings(),  # noqa: B008 - frozen, shared
+        *,
+        strategy: CompactionStrategy | None = None,
+        context_window_tokens: int | None = None,
+        id_generator: Callable[[], str] | None = None,
+        on_event: CompactionEventSink | None = None,
+    ) -> None:
+        if strategy is not None:
+            settings = replace(settings, strategy=strategy)
+        if context_window_tokens is not None:
+            settings = replace(settings, context_window_tokens=context_window_tokens)
+        self.settings = settings
+        self._policy = layer_policy(settings)
+        self._store = ArtifactStore(Path(workspace), id_generator)
+        self._persister = ResultPersister(self._store, settings)
+        self._summarizer = summarizer
+        self._fallback = ExtractiveSummarizer()
+        self._breaker = SummaryBreaker()
+        self._report = wording.CheapLayerReport()
+        self._on_event = on_event
+        self._index = CanonicalIndex()
+        self._layers = CheapLayers(self._index, self._policy)
+        self._summary: _SummaryState | None = None
+        self._prepared: _Prepared | None = None
+        self.last_request_bytes = 0
+        """Bytes of the last request history `prepare` returned."""
+
+    @property
+    def canonical_bytes(self) -> int:
+        """Bytes of the canonical history the last call saw."""
+        return self._index.utf8_bytes
+
+    @property
+    def automatic_summaries_enabled(self) -> bool:
+        """False once the circuit breaker has opened after repeated summary failures."""
+        return self._breaker.closed
+
+    # --- the loop's ContextPolicy ----------------------------------------------------------
+
+    def process_tool_results(self, results: Sequence[ToolResult]) -> list[ToolResult]:
+        """Layer 1: persist every result over the threshold, then the largest until the
+        batch fits its budget; all files of the batch are written, or none."""
+        batch = self._persister.persist(results)
+        if batch.artifacts:
+            self._emit(wording.persisted(batch))
+        return list(batch.results)
+
+    def prepare(self, history: History) -> tuple[ChatMessage, ...]:
+        changed = self._sync(history)
+        if not changed and self._prepared is not None and self._prepared.summary is self._summary:
+            return self._prepared.request.messages
+        request = self._layers.build(self._lead())
+        if request.utf8_bytes > self.settings.proactive_threshold_bytes:
+            request = self._summarize_automatically(history, request)
+        for event in self._report.events(request):
+            self._emit(event)
+        validate_tool_pairing(request.messages)
+        self._prepared = _Prepared(request, self._summary)
+        self.last_request_bytes = request.utf8_bytes
+        return request.messages
+
+    def recover_from_overflow(self, history: History) -> tuple[ChatMessage, ...]:
+        """Transcript, summary of the cheap-layer history, then the summary message followed
+        by the last `reactive_tail_groups` complete groups. With the breaker open, or when
+        the model's summary fails, the summary is an extractive one."""
+        try:
+            outcome = self._compact_reactively(history)
+        except CompactionError as error:
+            raise ContextOverflowError(
+                f"the conversation no longer fits and could not be compacted: {error}"
+            ) from error
+        return outcome.history
+
+    # --- for the front end ---------------------------------------------------------------
+
+    def for_subagent(self) -> FullContext:
+        """A subagent's policy: its large results are persisted here too, so a child cannot
+        flood its own context, while its history stays its own."""
+        return _PersistOnly(self)
+
+    def compact_proactively(self, history: History, focus: str | None = None) -> CompactionOutcome:
+        """Summarise now (`/compact`): transcript first, then a summary of the history as
+        the model last knew it (the previous summary plus what came after, no snip or
+        micro). The result becomes the summary state."""
+        self._sync(history)
+        base = self._base_messages(history)
+        before = self._base_bytes()
+        if focus and focus.strip():
+            base = (*base, user_message(FOCUS_PREFIX + focus.strip()))
+        transcript = self._write_transcript(history)
+        summary = summarize(self._summarizer, base)
+        self._breaker.succeeded()
+        state = self._set_summary(summary, transcript, covered_messages=len(history))
+        self._emit_summary(state, transcript, "manual", before)
+        return CompactionOutcome((state.message,), transcript, summary)
+
+    def restore_summary(self, summary_content: str, covered_messages: int) -> None:
+        """Re-establish a summary recorded in an event's details (a resumed session)."""
+        if covered_messages < 0:
+            raise ValueError(f"covered_messages must be >= 0, got {covered_messages}")
+        try:
+            parse_summary_content(summary_content)
+        except ValueError as error:
+            raise ValueError(f"not a compaction summary: {error}") from error
+        message = system_message(summary_content)
+        self._summary = _SummaryState(message, covered_messages, message_utf8_bytes(message))
+        self._reset_index()  # the next history is the one this summary belongs to
+
+    # --- steps -------------------------------------------------------------------------
+
+    def _reset_index(self) -> None:
+        self._index = CanonicalIndex()
+        self._layers = CheapLayers(self._index, self._policy)
+
+    def _sync(self, history: History) -> bool:
+        """Bring the index up to `history` (validating its pairing); True if it changed."""
+        appended = self._index.appended_part(history)
+        if appended is None:
+            # Not a continuation of what this manager saw: start over, and forget a summary
+            # that was made of another history.
+            self._reset_index()
+            self._summary = None
+            self._index.append(history, history)
+            return True
+        if not appended:
+            return False
+        first_history = not self._index.messages
+        self._index.append(appended, history)
+        if first_history:
+            self._forget_summary_that_does_not_fit()
+        return True
+
+    def _forget_summary_that_does_not_fit(self) -> None:
+        """A restored summary belongs to the first history it meets. If it does not end on a
+        group boundary of that history it was made of another one; drop it now, or it would
+        replace messages it never summarised once the history grows past its count."""
+        state = self._summary
+        if state is not None and self._index.group_at(state.covered_messages) is None:
+            self._summary = None
+
+    def _lead(self) -> Lead | None:
+        """The summary that applies to the indexed history, in front of its first
+        uncovered group."""
+        state = self._summary
+        if state is None:
+            return None
+        first_group = self._index.group_at(state.covered_messages)
+        return None if first_group is None else Lead(state.message, state.utf8_bytes, first_group)
+
+    def _covered_by_lead(self) -> int:
+        """Canonical messages the summary in front of the request stands for (0 if none)."""
+        state = self._summary
+        return 0 if state is None or self._lead() is None else state.covered_messages
+
+    def _base_bytes(self) -> int:
+        lead = self._lead()
+        if lead is None:
+            return self._index.utf8_bytes
+        return lead.utf8_bytes + self._index.bytes_from(self._covered_by_lead())
+
+    def _base_messages(self, history: History) -> tuple[ChatMessage, ...]:
+        lead = self._lead()
+        if lead is None:
+            return tuple(history)
+        return (lead.message, *history[self._covered_by_lead() :])
+
+    def _summarize_automatically(self, history: History, cheap: LayeredRequest) -> LayeredRequest:
+        """One summary attempt; on failure the cheap-layer request goes out as it is."""
+        if not self._breaker.closed:
+            return cheap
+        try:
+            transcript = self._write_transcript(history)
+            summary = summarize(self._summarizer, cheap.messages)
+        except CompactionError as error:
+            self._summary_failed(error, "this request goes out without a summary")
+            return cheap
+        self._breaker.succeeded()
+        state = self._set_summary(summary, transcript, covered_messages=len(history))
+        self._emit_summary(state, transcript, "automatic", cheap.utf8_bytes)
+        return self._layers.build(self._lead())
+
+    def _summarize_for_recovery(self, request: History) -> CompactionSummary:
+        if self._breaker.closed:
+            try:
+                summary = summarize(self._summarizer, request)
+            except CompactionError as error:
+                self._summary_failed(error, "using an extractive summary instead")
+            else:
+                self._breaker.succeeded()
+                return summary
+        return self._fallback.summarize(request)
+
+    def _compact_reactively(self, history: History) -> CompactionOutcome:
+        self._sync(history)
+        cheap = self._layers.build(self._lead())
+        already_covered = self._covered_by_lead()
+        transcript = self._write_transcript(history)
+        summary = self._summarize_for_recovery(cheap.messages)
+        # The tail is kept from the groups after the current summary: messages it already
+        # stands for must not come back in full, or the retry grows instead of shrinking.
+        tail_start = self._index.start_of_last_groups(self.settings.reactive_tail_groups)
+        covered = max(tail_start, already_covered)
+        state = self._set_summary(summary, transcript, covered_messages=covered)
+        recovered = (state.message, *history[covered:])
+        validate_tool_pairing(recovered)
+        self._emit_summary(state, transcript, "overflow", cheap.utf8_bytes)
+        return CompactionOutcome(recovered, transcript, summary)
+
+    def _write_transcript(self, history: History) -> ArtifactReference:
+        name = transcript_file_name(self._store.new_id())
+        (reference,) = self._store.publish([(name, transcript_jsonl(history))])
+        return reference
+
+    def _set_summary(
+        self, summary: CompactionSummary, transcript: ArtifactReference, *, covered_messages: int
+    ) -> _SummaryState:
+        message = summary_message(summary, transcript.relative_path)
+        self._summary = _SummaryState(message, covered_messages, message_utf8_bytes(message))
+        return self._summary
+
+    def _summary_failed(self, error: CompactionError, consequence: str) -> None:
+        self._emit(wording.summary_failed(error, consequence))
+        if self._breaker.failed():
+            self._emit(wording.breaker_opened(self._breaker.limit))
+
+    def _emit_summary(
+        self,
+        state: _SummaryState,
+        transcript: ArtifactReference,
+        trigger: wording.SummaryTrigger,
+        before: int,
+    ) -> None:
+        after = state.utf8_bytes + self._index.bytes_from(state.covered_messages)
+        event = wording.summarised(
+            state.message, state.covered_messages, transcript, trigger, (before, after)
+        )
+        self._emit(event)
+
+    def _emit(self, event: CompactionApplied | Notice) -> None:
+        if self._on_event is not None:
+            self._on_event(event)
+
+
+class _PersistOnly(FullContext):
+    """Whole history in every request, but results go through the manager's layer 1."""
+
+    def __init__(self, manager: CompactionManager) -> None:
+        self._manager = manager
+
+    def process_tool_results(self, results: Sequence[ToolResult]) -> Sequence[ToolResult]:
+        return self._manager.process_tool_results(results)
+
+
+CONTINUE_AFTER_SUMMARY = (
+    "[The conversation so far was compacted into the summary above. Continue with the current "
+    "goal; re-read files or re-run commands if you need their full output.]"
+)
+
+
+class ContinueAfterSummary:
+    """Request guidance: after a summary the request can hold no user message at all, which
+    some chat templates (Qwen's on vLLM and llama.cpp) and Anthropic-style gateways refuse.
+    This adds one user turn, to that request only, telling the model to carry on."""
+
+    def guidance(
+        self, canonical: Sequence[ChatMessage], request: Sequence[ChatMessage]
+    ) -> Sequence[ChatMessage]:
+        if not request or not is_compacted_summary(request[0]):
+            return ()
+        if any(isinstance(message, UserMessage) for message in request):
+            return ()
+        return (user_message(CONTINUE_AFTER_SUMMARY),)

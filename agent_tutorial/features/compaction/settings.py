@@ -1,0 +1,95 @@
+"""Chapter 8's numbers in one frozen settings object: the only place their defaults live.
+
+`[compaction]` in config.toml builds one of these; `CompactionManager` takes one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+CompactionStrategy = Literal["seed", "cache-aware"]
+STRATEGIES: tuple[CompactionStrategy, ...] = ("seed", "cache-aware")
+AVAILABLE_STRATEGIES: tuple[CompactionStrategy, ...] = ("seed",)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSettings:
+    """Where each layer cuts; every size is in UTF-8 bytes of the transcript."""
+
+    persist_threshold_bytes: int = 30_000
+    """Layer 1: a tool result larger than this goes to a file; the model sees a preview."""
+
+    batch_budget_bytes: int = 200_000
+    """Layer 1: the most one batch of results may add inline; the largest go to files first."""
+
+    preview_head_bytes: int = 2_000
+    """Layer 1: bytes of a persisted result shown from its start."""
+
+    preview_tail_bytes: int = 2_000
+    """Layer 1: bytes of a persisted result shown from its end."""
+
+    snip_max_groups: int = 50
+    """Layer 2: beyond this many message groups, snip omits the middle ones."""
+
+    snip_keep_head_groups: int = 3
+    """Layer 2: the groups kept at the start, before the snip marker."""
+
+    keep_recent_tool_groups: int = 3
+    """Layer 3: the most recent tool groups whose results micro keeps verbatim."""
+
+    proactive_threshold_bytes: int = 50_000
+    """Layer 4: a request still larger than this after snip and micro is summarised."""
+
+    reactive_tail_groups: int = 5
+    """Layer 4, after an overflow reply: the recent groups kept whole after the summary."""
+
+    strategy: CompactionStrategy = "seed"
+    """How the layer boundaries move: "seed" (the chapter's pipeline, exactly) or
+    "cache-aware" (in batches, so the request prefix stays stable between events)."""
+
+    context_window_tokens: int | None = None
+    """The model's context window in tokens, when known; None leaves the byte thresholds
+    above as they are."""
+
+    def __post_init__(self) -> None:
+        for name in ("persist_threshold_bytes", "batch_budget_bytes", "proactive_threshold_bytes"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("preview_head_bytes", "preview_tail_bytes", "reactive_tail_groups"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.preview_head_bytes == 0 and self.preview_tail_bytes == 0:
+            raise ValueError("preview_head_bytes and preview_tail_bytes cannot both be 0")
+        check_micro_settings(self.keep_recent_tool_groups)
+        check_snip_settings(self.snip_max_groups, self.snip_keep_head_groups)
+        check_strategy(self.strategy)
+        if self.context_window_tokens is not None and self.context_window_tokens <= 0:
+            raise ValueError(
+                f"context_window_tokens must be positive, got {self.context_window_tokens}"
+            )
+
+
+def check_snip_settings(max_groups: int, keep_head_groups: int) -> None:
+    if max_groups < 3:
+        raise ValueError(f"snip max_groups must be at least 3, got {max_groups}")
+    if not 0 <= keep_head_groups <= max_groups - 2:
+        raise ValueError(
+            f"snip keep_head_groups must be between 0 and max_groups - 2 ({max_groups - 2}), "
+            f"got {keep_head_groups}"
+        )
+
+
+def check_micro_settings(keep_recent_tool_groups: int) -> None:
+    if keep_recent_tool_groups < 0:
+        raise ValueError(f"keep_recent_tool_groups must be >= 0, got {keep_recent_tool_groups}")
+
+
+def check_strategy(strategy: str) -> None:
+    if strategy not in STRATEGIES:
+        raise ValueError(f"compaction strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
+    if strategy not in AVAILABLE_STRATEGIES:
+        raise ValueError(
+            f"the {strategy!r} compaction strategy is not available yet; "
+            f"use one of {list(AVAILABLE_STRATEGIES)}"
+        )
