@@ -43,7 +43,7 @@ from agent_tutorial.features.sessions import (
     list_sessions,
     load_session,
 )
-from agent_tutorial.profiles import profile_for_chapter
+from agent_tutorial.profiles import Capability, profile_for_chapter
 from agent_tutorial.render import (
     RunSummary,
     StreamJsonSink,
@@ -110,14 +110,26 @@ def run(
         bool, typer.Option("--continue", help="Resume the most recent session.")
     ] = False,
     resume: Annotated[str | None, typer.Option(help="Resume the session with this id.")] = None,
+    context_window: Annotated[
+        int | None,
+        typer.Option(
+            min=256, help="The model's context window in tokens (default: ask the server)."
+        ),
+    ] = None,
 ) -> None:
     """Run the agent once on a prompt (or on standard input when it is piped); without a
     prompt on a terminal, open the REPL."""
     out, err = make_consoles(no_color=no_color)
     workspace = Path.cwd().resolve()
     mode = "auto" if yes else (permission_mode.value if permission_mode else None)
-    flags = {"model": model, "base_url": base_url, "max_turns": max_turns, "permission_mode": mode}
-    settings = _settings_or_exit(workspace, flags, err)
+    flags = {
+        "model": model,
+        "base_url": base_url,
+        "max_turns": max_turns,
+        "permission_mode": mode,
+        "context_window_tokens": context_window,
+    }
+    settings = _with_probed_window(_settings_or_exit(workspace, flags, err), chapter)
     interactive = prompt is None and _stdin_is_terminal()
     text = "" if interactive else _prompt_or_exit(prompt, err)
     summary = RunSummary()
@@ -186,6 +198,19 @@ def _settings_or_exit(workspace: Path, flags: Mapping[str, object], err: Console
             EXIT_USAGE,
         )
     return settings
+
+
+def _with_probed_window(settings: Settings, chapter: int) -> Settings:
+    """Chapter 8 budgets against the model's window: unset, ask the server (briefly; a
+    server that does not say leaves it unknown)."""
+    compaction = Capability.COMPACTION in profile_for_chapter(chapter)
+    if settings.context_window_tokens is not None or settings.is_demo or not compaction:
+        return settings
+    from agent_tutorial.adapters.context_probe import probe_context_window
+
+    key = settings.api_key.get_secret_value() if settings.api_key else None
+    window = probe_context_window(settings.base_url or "", key, settings.model or "")
+    return settings.model_copy(update={"context_window_tokens": window})
 
 
 def _stdin_is_terminal() -> bool:

@@ -87,6 +87,14 @@ class Settings(BaseSettings):
     request_timeout_s: float = Field(default=600.0, gt=0)
     """Seconds before one model request is abandoned."""
 
+    context_window_tokens: int | None = Field(
+        default=None,
+        ge=256,
+        validation_alias=AliasChoices("AGENT_TUTORIAL_CONTEXT_WINDOW"),
+    )
+    """The model's context window in tokens; unset, chapter 8 asks the server and otherwise
+    keeps to its byte thresholds."""
+
     permission_mode: PermissionMode = "ask"
     """ask, accept-edits or auto; see chapter 3."""
 

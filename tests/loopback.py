@@ -115,6 +115,10 @@ class LoopbackServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._replies: list[Responder] = []
+        self.get_replies: dict[str, Reply] = {}
+        """Fixed replies to GET requests by path (`/v1/models`, `/props`); others are 404."""
+        self.get_paths: list[str] = []
+        self.get_headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -169,6 +173,13 @@ class LoopbackServer:
                     self._send_sse(reply)
                 else:
                     self._send_json(reply)
+
+            def do_GET(self) -> None:
+                with server._lock:
+                    server.get_paths.append(self.path)
+                    server.get_headers.append({k.lower(): v for k, v in self.headers.items()})
+                    reply = server.get_replies.get(self.path)
+                self._send_json(reply or Reply(status=404, json_body={"error": "not found"}))
 
             def _send_json(self, reply: Reply) -> None:
                 data = (

@@ -415,7 +415,20 @@ def _finish_reason(raw: str | None, calls: tuple[ToolCall, ...]) -> FinishReason
 def _usage(usage: CompletionUsage) -> Usage:
     prompt = _token_count(usage.prompt_tokens)
     completion = _token_count(usage.completion_tokens)
-    return Usage(prompt, completion, _token_count(usage.total_tokens) or prompt + completion)
+    total = _token_count(usage.total_tokens) or prompt + completion
+    return Usage(prompt, completion, total, _cached_tokens(usage))
+
+
+def _cached_tokens(usage: CompletionUsage) -> int | None:
+    """Prompt tokens read from the provider's prefix cache, where it reports them: OpenAI,
+    vLLM and llama.cpp in `prompt_tokens_details.cached_tokens`, DeepSeek in
+    `prompt_cache_hit_tokens`."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    if isinstance(cached, int) and cached >= 0:
+        return cached
+    hits = getattr(usage, "prompt_cache_hit_tokens", None)  # an extra field the SDK keeps
+    return hits if isinstance(hits, int) and hits >= 0 else None
 
 
 def _token_count(value: object) -> int:

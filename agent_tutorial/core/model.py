@@ -48,13 +48,23 @@ class Usage:
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    cached_prompt_tokens: int | None = None
+    """Prompt tokens the provider read from its prefix cache; None when it does not say."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            _add_known(self.cached_prompt_tokens, other.cached_prompt_tokens),
         )
+
+
+def _add_known(first: int | None, second: int | None) -> int | None:
+    """A sum of counts that may be unreported: unknown only when neither was reported."""
+    if first is None and second is None:
+        return None
+    return (first or 0) + (second or 0)
 
 
 ZERO_USAGE = Usage(0, 0, 0)

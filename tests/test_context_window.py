@@ -1,0 +1,217 @@
+"""The context window: set by flag, environment or config, or asked of the server; the
+bytes-per-token calibration; cached prompt tokens as providers report them."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_tutorial.adapters.context_probe import probe_context_window
+from agent_tutorial.adapters.openai_chat import OpenAIChatModel
+from agent_tutorial.config import load_settings
+from agent_tutorial.core.messages import user_message
+from agent_tutorial.core.model import Usage, make_request
+from agent_tutorial.features.context_window import (
+    INITIAL_BYTES_PER_TOKEN,
+    TokenCalibration,
+    WindowSize,
+    describe_prompt,
+)
+from tests.conftest import TEST_API_KEY, CliRun
+from tests.loopback import LoopbackServer, Reply, text_stream
+
+RunCli = Any
+
+
+def models_reply(*entries: dict[str, Any]) -> Reply:
+    return Reply(json_body={"object": "list", "data": list(entries)})
+
+
+def with_usage(reply: Reply, **fields: Any) -> Reply:
+    """`reply` whose final usage chunk carries extra fields, as some providers send."""
+    assert reply.sse_events is not None
+    reply.sse_events[-1]["usage"].update(fields)
+    return reply
+
+
+def probe(loopback: LoopbackServer, model: str = "m") -> int | None:
+    return probe_context_window(loopback.base_url, TEST_API_KEY, model, timeout_s=2.0)
+
+
+# --- asking the server ------------------------------------------------------------------
+
+
+def test_vllm_reports_max_model_len_in_its_model_list(loopback: LoopbackServer) -> None:
+    loopback.get_replies["/v1/models"] = models_reply(
+        {"id": "other", "max_model_len": 4096}, {"id": "m", "max_model_len": 32768}
+    )
+
+    assert probe(loopback) == 32768
+
+
+def test_a_context_length_field_is_read_too(loopback: LoopbackServer) -> None:
+    loopback.get_replies["/v1/models"] = models_reply({"id": "m", "context_length": 131072})
+
+    assert probe(loopback) == 131072
+
+
+def test_llama_cpp_running_size_wins_over_the_trained_size(loopback: LoopbackServer) -> None:
+    loopback.get_replies["/v1/models"] = models_reply(
+        {"id": "x.gguf", "meta": {"n_ctx_train": 32768}}
+    )
+    loopback.get_replies["/props"] = Reply(
+        json_body={"default_generation_settings": {"n_ctx": 2048}}
+    )
+
+    assert probe(loopback) == 2048
+
+
+def test_the_trained_size_is_used_when_props_says_nothing(loopback: LoopbackServer) -> None:
+    loopback.get_replies["/v1/models"] = models_reply(
+        {"id": "x.gguf", "meta": {"n_ctx_train": 8192}}
+    )
+
+    assert probe(loopback) == 8192
+
+
+def test_a_server_that_says_nothing_leaves_the_window_unknown(loopback: LoopbackServer) -> None:
+    loopback.get_replies["/v1/models"] = models_reply({"id": "m"}, {"id": "n"})
+
+    assert probe(loopback) is None
+    assert loopback.get_paths == ["/v1/models", "/props"]
+
+
+def test_an_error_reply_or_a_bad_body_leaves_the_window_unknown(loopback: LoopbackServer) -> None:
+    loopback.get_replies["/v1/models"] = Reply(status=500, json_body={"error": "boom"})
+    loopback.get_replies["/props"] = Reply(raw_body=b"not json")
+
+    assert probe(loopback) is None
+
+
+def test_an_unreachable_server_leaves_the_window_unknown() -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # closed again before the probe: nothing listens
+
+    assert probe_context_window(f"http://127.0.0.1:{port}/v1", None, "m", timeout_s=1.0) is None
+
+
+def test_the_probe_sends_the_key_as_a_bearer_token(loopback: LoopbackServer) -> None:
+    loopback.get_replies["/v1/models"] = models_reply({"id": "m", "max_model_len": 4096})
+
+    probe(loopback)
+
+    assert loopback.get_headers[0]["authorization"] == f"Bearer {TEST_API_KEY}"
+
+
+# --- settings and the command line --------------------------------------------------------
+
+
+def test_the_window_comes_from_the_environment_or_the_config_file(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workspace / ".agent_tutorial").mkdir()
+    (workspace / ".agent_tutorial" / "config.toml").write_text("context_window_tokens = 16000\n")
+    assert load_settings(workspace, {"model": "demo"}).context_window_tokens == 16000
+
+    monkeypatch.setenv("AGENT_TUTORIAL_CONTEXT_WINDOW", "8192")
+    assert load_settings(workspace, {"model": "demo"}).context_window_tokens == 8192
+    flags = {"model": "demo", "context_window_tokens": 4096}
+    assert load_settings(workspace, flags).context_window_tokens == 4096
+
+
+def test_chapter_8_asks_the_server_once_when_no_window_is_set(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.get_replies["/v1/models"] = models_reply(
+        {"id": "loopback-model", "max_model_len": 9000}
+    )
+    loopback.queue(text_stream("hi"))
+
+    result: CliRun = run_cli("run", "--chapter", "8", "--prompt", "hello")
+
+    assert result.exit_code == 0, result.stderr
+    assert loopback.get_paths == ["/v1/models"]
+
+
+def test_a_window_given_on_the_command_line_is_not_asked_for(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("hi"))
+
+    result: CliRun = run_cli("run", "-c", "8", "--context-window", "4096", "-p", "hello")
+
+    assert result.exit_code == 0, result.stderr
+    assert loopback.get_paths == []
+
+
+def test_chapters_without_compaction_do_not_ask(run_cli: RunCli, loopback: LoopbackServer) -> None:
+    loopback.queue(text_stream("hi"))
+
+    assert run_cli("run", "--chapter", "2", "--prompt", "hello").exit_code == 0
+    assert loopback.get_paths == []
+
+
+# --- tokens ---------------------------------------------------------------------------------
+
+
+def test_calibration_starts_conservative_and_follows_the_reported_counts() -> None:
+    calibration = TokenCalibration()
+    assert calibration.bytes_per_token == INITIAL_BYTES_PER_TOKEN
+
+    for _ in range(20):
+        calibration.observe(request_bytes=40_000, prompt_tokens=10_000)
+
+    assert calibration.bytes_per_token == pytest.approx(4.0, abs=0.01)
+
+
+def test_calibration_ignores_counts_that_cannot_be_about_the_request() -> None:
+    calibration = TokenCalibration()
+
+    calibration.observe(request_bytes=40_000, prompt_tokens=1)
+    calibration.observe(request_bytes=40_000, prompt_tokens=0)
+
+    assert calibration.bytes_per_token == INITIAL_BYTES_PER_TOKEN
+
+
+def test_the_reply_reserve_is_at_most_a_quarter_of_the_window() -> None:
+    assert WindowSize.of(4_096, 8_192).output_cap_tokens == 1_024
+    assert WindowSize.of(128_000, 8_192).output_cap_tokens == 8_192
+    assert WindowSize.of(4_096, 8_192).prompt_tokens == 3_072
+
+
+def test_cached_counts_add_up_and_stay_unknown_when_never_reported() -> None:
+    assert (Usage(10, 1, 11) + Usage(5, 1, 6)).cached_prompt_tokens is None
+    assert (Usage(10, 1, 11, 8) + Usage(5, 1, 6)).cached_prompt_tokens == 8
+
+
+def test_the_prompt_is_described_against_the_window_with_cached_tokens() -> None:
+    usage = Usage(3_000, 10, 3_010, cached_prompt_tokens=2_048)
+
+    assert (
+        describe_prompt(usage, WindowSize.of(12_000))
+        == "3,000 tokens (25% of 12,000), 2,048 cached"
+    )
+    assert describe_prompt(Usage(5, 1, 6), None) == "5 tokens"
+
+
+@pytest.mark.parametrize(
+    ("fields", "cached"),
+    [
+        ({"prompt_tokens_details": {"cached_tokens": 1_536}}, 1_536),  # OpenAI, vLLM, llama.cpp
+        ({"prompt_cache_hit_tokens": 640, "prompt_cache_miss_tokens": 10}, 640),  # DeepSeek
+        ({}, None),
+    ],
+)
+def test_the_adapter_reads_cached_prompt_tokens(
+    loopback: LoopbackServer, fields: dict[str, Any], cached: int | None
+) -> None:
+    loopback.queue(with_usage(text_stream("ok", usage=(2_000, 3)), **fields))
+    with OpenAIChatModel(base_url=loopback.base_url, api_key=TEST_API_KEY, model="m") as model:
+        reply = model.complete(make_request([user_message("hi")]))
+
+    assert reply.usage is not None
+    assert reply.usage.cached_prompt_tokens == cached
