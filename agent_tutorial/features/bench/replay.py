@@ -25,8 +25,8 @@ from agent_tutorial.features.compaction import (
     CompactionSummary,
     ExtractiveSummarizer,
 )
-from agent_tutorial.features.extractive_summary import SUMMARY_INSTRUCTION
-from agent_tutorial.features.history_layers import serialize_message
+from agent_tutorial.features.compaction.sizes import serialize_message
+from agent_tutorial.features.compaction.summary import SUMMARY_INSTRUCTION
 
 FIXED_PREFIX_BYTES = 7_700
 """The system prompt and tool schemas at the front of every agent request: about the size
