@@ -104,7 +104,10 @@ def run(
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Same as --permission-mode auto.")
     ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every decision.")] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", "-v", help="Show every permission decision and compaction step."),
+    ] = False,
     no_color: Annotated[bool, typer.Option(help="Plain output without colour.")] = False,
     continue_: Annotated[
         bool, typer.Option("--continue", help="Resume the most recent session.")

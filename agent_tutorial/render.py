@@ -40,6 +40,7 @@ from agent_tutorial.features.sessions import SessionInfo
 
 SUBJECT_WIDTH = 60
 ROUTINE_LAYERS = frozenset({"snip", "micro"})
+LAYER_ORDER = ("persist", "snip", "micro", "summary", "reactive")
 NOTICE_STYLES = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 
@@ -130,6 +131,8 @@ class TerminalRenderer:
         self._live: Live | None = None
         self._answer = ""
         self._subjects: dict[str, str] = {}  # call id -> the subject its start line showed
+        self._layers_shown: set[str] = set()
+        self._run_compaction: dict[str, list[int]] = {}  # layer -> [steps, bytes saved]
 
     def emit(self, event: Event, depth: int = 0) -> None:
         if isinstance(event, NestedEvent):
@@ -148,17 +151,32 @@ class TerminalRenderer:
                 tool_line(event.call.name, self._subject(event), event.result, event.seconds), depth
             )
         elif isinstance(event, CompactionApplied):
-            # snip and micro fire on most tool rounds of a long session: keep them quiet
-            routine = event.layer in ROUTINE_LAYERS
-            self._activity(Text(f"⚙ {event.text}", style="dim" if routine else "magenta"), depth)
+            self._compaction(event, depth)
         elif isinstance(event, Notice):
             self._activity(Text(event.text, style=NOTICE_STYLES[event.level]), depth)
         elif isinstance(event, PermissionDecided) and (self.verbose or event.decision != "allow"):
             self._activity(decision_line(event), depth)
 
     def close(self) -> None:
+        """The run is over: stop any live display and print the run's compaction totals."""
         self._stop_waiting()
         self._end_stream()
+        if self._run_compaction:
+            self._activity(compaction_totals_line(self._run_compaction), 0)
+            self._run_compaction = {}
+
+    def _compaction(self, event: CompactionApplied, depth: int) -> None:
+        """snip and micro act on most tool rounds of a long session: each shows its first
+        step, later ones only with --verbose; every layer counts towards the run's totals.
+        A step that changes what the model can see (persist, summary, reactive) always shows."""
+        totals = self._run_compaction.setdefault(event.layer, [0, 0])
+        totals[0] += 1
+        totals[1] += event.bytes_saved
+        routine = event.layer in ROUTINE_LAYERS
+        if routine and event.layer in self._layers_shown and not self.verbose:
+            return
+        self._layers_shown.add(event.layer)
+        self._activity(Text(f"⚙ {event.text}", style="dim" if routine else "magenta"), depth)
 
     def _subject(self, event: ToolFinished) -> str:
         """The subject the tool declared (grep: its pattern); for a call that did not
@@ -212,6 +230,17 @@ class TerminalRenderer:
         self._stop_waiting()
         self._end_stream()
         self.err.print(Text("  │ " * depth) + line, highlight=False)
+
+
+def compaction_totals_line(totals: dict[str, list[int]]) -> Text:
+    """`⚙ compaction this run: snip 10×, micro 46×; 96.4 KB saved (-v shows every step)`."""
+    known = {layer: place for place, layer in enumerate(LAYER_ORDER)}
+    layers = sorted(totals, key=lambda layer: known.get(layer, len(known)))
+    steps = ", ".join(f"{layer} {totals[layer][0]}×" for layer in layers)
+    saved = format_bytes(sum(saved for _, saved in totals.values()))
+    line = Text(f"⚙ compaction this run: {steps}; {saved} saved", style="magenta")
+    line.append(" (-v shows every step)", style="dim")
+    return line
 
 
 def decision_line(event: PermissionDecided) -> Text:

@@ -211,7 +211,8 @@ def test_after_five_reads_the_first_two_results_are_cleared(
         m["tool_call_id"]: m["content"] for m in session_messages(workspace) if m["role"] == "tool"
     }
     assert canonical == outputs
-    assert "micro: 2 results cleared" in result.stderr
+    assert "⚙ micro: 1 result cleared" in result.stderr  # its first step; the next is counted
+    assert "⚙ compaction this run: micro 2×" in result.stderr
 
 
 # --- layer 4: summary --------------------------------------------------------------------
@@ -487,7 +488,11 @@ def test_demo_tour_shows_every_compaction_layer(run_cli: RunCli, workspace: Path
     )
 
     assert result.exit_code == 0, result.stderr
-    layers = {
-        line.split()[1].rstrip(":") for line in result.stderr.splitlines() if line.startswith("⚙")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("⚙")]
+    assert {line.split()[1].rstrip(":") for line in lines[:-1]} == {
+        "persisted",
+        "micro",
+        "snip",
+        "summary",
     }
-    assert layers == {"persisted", "micro", "snip", "summary"}
+    assert lines[-1].startswith("⚙ compaction this run: persist 1×, snip ")

@@ -1,4 +1,5 @@
-"""The terminal renderer: one compact activity line per tool call on stderr."""
+"""The terminal renderer: one compact activity line per tool call on stderr, and
+compaction steps without a line for every routine round."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import io
 
 from rich.console import Console
 
-from agent_tutorial.core.events import ToolFinished, ToolStarted
+from agent_tutorial.core.events import CompactionApplied, ToolFinished, ToolStarted
 from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.tools import tool_error, tool_success
-from agent_tutorial.render import TerminalRenderer
+from agent_tutorial.render import TerminalRenderer, rendering
 
 
 def render(*events: ToolStarted | ToolFinished) -> str:
@@ -64,3 +65,68 @@ def test_the_spinner_shows_a_bracketed_command_as_written() -> None:
     renderer.close()
 
     assert "bash echo [/x] [bold]hi" in err.getvalue()
+
+
+def compaction_run(*events: CompactionApplied, verbose: bool = False) -> list[str]:
+    """The stderr lines one run with these compaction events shows."""
+    err = io.StringIO()
+    renderer = TerminalRenderer(
+        Console(file=io.StringIO(), width=100),
+        Console(file=err, width=100),
+        stream_answer=False,
+        verbose=verbose,
+    )
+    with rendering(renderer):
+        for event in events:
+            renderer.emit(event)
+    return err.getvalue().splitlines()
+
+
+MICRO_STEPS = [CompactionApplied("micro", f"micro: {n} results cleared", 1, 100) for n in (1, 2, 3)]
+SNIP_STEPS = [CompactionApplied("snip", f"snip: {n} groups omitted", 1, 50) for n in (2, 3)]
+
+
+def test_snip_and_micro_show_their_first_step_and_the_run_ends_with_totals() -> None:
+    shown = compaction_run(*MICRO_STEPS, *SNIP_STEPS)
+
+    assert shown == [
+        "⚙ micro: 1 results cleared",
+        "⚙ snip: 2 groups omitted",
+        "⚙ compaction this run: snip 2×, micro 3×; 400 B saved (-v shows every step)",
+    ]
+
+
+def test_verbose_shows_every_snip_and_micro_step() -> None:
+    shown = compaction_run(*MICRO_STEPS, verbose=True)
+
+    assert shown[:3] == [f"⚙ micro: {n} results cleared" for n in (1, 2, 3)]
+
+
+def test_steps_that_change_what_the_model_sees_always_show() -> None:
+    persist = CompactionApplied("persist", "persisted 1 result, 40,000 B → a.txt", 1, 38_000)
+    summary = CompactionApplied("summary", "summary: 60,000 B → 1,500 B", 1, 58_500)
+
+    shown = compaction_run(persist, persist, summary, summary)
+
+    assert shown.count("⚙ persisted 1 result, 40,000 B → a.txt") == 2
+    assert shown.count("⚙ summary: 60,000 B → 1,500 B") == 2
+
+
+def test_each_run_counts_its_own_totals_and_later_runs_stay_quiet() -> None:
+    err = io.StringIO()
+    renderer = TerminalRenderer(
+        Console(file=io.StringIO(), width=100), Console(file=err, width=100), stream_answer=False
+    )
+    with rendering(renderer):
+        renderer.emit(MICRO_STEPS[0])
+    with rendering(renderer):
+        renderer.emit(MICRO_STEPS[1])
+
+    assert err.getvalue().splitlines()[1:] == [
+        "⚙ compaction this run: micro 1×; 100 B saved (-v shows every step)",
+        "⚙ compaction this run: micro 1×; 100 B saved (-v shows every step)",
+    ]
+
+
+def test_a_run_without_compaction_prints_no_totals() -> None:
+    assert compaction_run() == []
