@@ -5,66 +5,60 @@ codes: 0 done, 1 runtime failure, 2 usage or configuration error, 130 interrupte
 from __future__ import annotations
 
 import os
+import stat
 import sys
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
-import orjson
 import typer
-from rich.console import Console
-from rich.text import Text
 
-from agent_tutorial.approval import TerminalApprover
-from agent_tutorial.config import (
-    DEMO_MODEL,
-    ConfigError,
-    Settings,
-    load_settings,
-    missing_settings,
-)
-from agent_tutorial.conversation import Conversation, ConversationSetup
-from agent_tutorial.core.loop import AgentRunError, RunResult, TurnInterrupted
-from agent_tutorial.core.messages import to_wire
-from agent_tutorial.core.model import ModelClient, ModelError
-from agent_tutorial.features.artifact_catalog import (
-    ArtifactLookupError,
-    artifacts_older_than,
-    delete_artifacts,
-    find_artifact,
-    list_artifacts,
-    parse_age,
-)
-from agent_tutorial.features.sessions import (
-    SessionError,
-    find_session,
-    latest_session,
-    list_sessions,
-    load_session,
-)
-from agent_tutorial.profiles import Capability, profile_for_chapter
-from agent_tutorial.render import (
-    RunSummary,
-    StreamJsonSink,
-    TerminalRenderer,
-    artifact_table,
-    format_bytes,
-    make_consoles,
-    messages_table,
-    rendering,
-    session_table,
-    transcript_records,
-)
-from agent_tutorial.repl import Repl
+from agent_tutorial import __version__
+
+# Everything heavy is imported where it is used, so `--help`, `--version` and completion
+# start in a few dozen milliseconds (tests/test_startup.py guards this).
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agent_tutorial.config import Settings
+    from agent_tutorial.conversation import Conversation, ConversationSetup
+    from agent_tutorial.core.events import Event, EventSink
+    from agent_tutorial.core.loop import RunResult
+    from agent_tutorial.core.model import ModelClient
+    from agent_tutorial.headless import ResultSubtype, RunOutcome, StreamJsonSink
+    from agent_tutorial.render import TerminalRenderer
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 app = typer.Typer(
-    add_completion=False,
     no_args_is_help=True,
+    # Plain help: rich-formatted help alone would take several times a bare interpreter's
+    # start-up, and it breaks docstring lines where the source does.
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
     help="A terminal coding agent built one chapter at a time.",
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"agent-tutorial {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """A terminal coding agent built one chapter at a time."""
 
 
 class OutputFormat(StrEnum):
@@ -84,14 +78,32 @@ ChapterOption = Annotated[
 ]
 
 
+class RunFailed(Exception):
+    """The run stops with a one-line message and an exit code; with a JSON output format
+    it still ends with one result object."""
+
+    def __init__(
+        self,
+        message: str,
+        exit_code: int,
+        subtype: ResultSubtype = "error_during_execution",
+    ) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.subtype: ResultSubtype = subtype
+
+
 @app.command()
 def run(
     chapter: ChapterOption = 8,
     prompt: Annotated[
-        str | None, typer.Option("--prompt", "-p", help="Run once with this prompt.")
+        str | None,
+        typer.Option(
+            "--prompt", "-p", help="Run once with this prompt (piped input is added before it)."
+        ),
     ] = None,
     model: Annotated[
-        str | None, typer.Option(help=f"Model name, or '{DEMO_MODEL}' for the offline demo.")
+        str | None, typer.Option(help="Model name, or 'demo' for the offline demo.")
     ] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.")] = None,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Model calls per prompt.")] = None,
@@ -108,7 +120,9 @@ def run(
         bool,
         typer.Option("--verbose", "-v", help="Show every permission decision and compaction step."),
     ] = False,
-    no_color: Annotated[bool, typer.Option(help="Plain output without colour.")] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="Plain output without colour.")
+    ] = False,
     continue_: Annotated[
         bool, typer.Option("--continue", help="Resume the most recent session.")
     ] = False,
@@ -120,82 +134,208 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Run the agent once on a prompt (or on standard input when it is piped); without a
-    prompt on a terminal, open the REPL."""
+    """Run one prompt, or open the REPL.
+
+    With --prompt, or with piped standard input, run once and print the answer; with both,
+    the piped input comes first, as context. Without a prompt on a terminal, open the REPL.
+    """
+    from agent_tutorial.headless import RunOutcome
+    from agent_tutorial.render import make_consoles
+
+    options = RunOptions(
+        chapter=chapter,
+        prompt=prompt,
+        flags={
+            "model": model,
+            "base_url": base_url,
+            "max_turns": max_turns,
+            "permission_mode": "auto" if yes else (permission_mode and permission_mode.value),
+            "context_window_tokens": context_window,
+        },
+        output_format=output_format,
+        verbose=verbose,
+        resume_latest=continue_,
+        resume_id=resume,
+    )
     out, err = make_consoles(no_color=no_color)
+    report = RunReport(options, started=time.monotonic())
+    try:
+        _run(options, report, out, err)
+    except RunFailed as failure:
+        _print_error(err, str(failure))
+        report.finish(RunOutcome(failure.subtype, error=str(failure)))
+        raise typer.Exit(failure.exit_code) from None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The `run` command's flags, as the steps below need them."""
+
+    chapter: int
+    prompt: str | None
+    flags: Mapping[str, object]
+    output_format: OutputFormat
+    verbose: bool
+    resume_latest: bool
+    resume_id: str | None
+
+
+class RunReport:
+    """What a one-shot run prints besides the answer: the result object of json and
+    stream-json (always exactly one, success or failure) and stream-json's event lines."""
+
+    def __init__(self, options: RunOptions, *, started: float) -> None:
+        from agent_tutorial.headless import StreamJsonSink
+        from agent_tutorial.run_summary import RunSummary
+
+        self.options = options
+        self.started = started
+        self.summary = RunSummary()
+        self.conversation: Conversation | None = None
+        self.stream: StreamJsonSink | None = (
+            StreamJsonSink(sys.stdout)
+            if options.output_format is OutputFormat.stream_json
+            else None
+        )
+
+    def start(self, conversation: Conversation, model: str) -> None:
+        from agent_tutorial.headless import init_record
+
+        self.conversation = conversation
+        if self.stream is not None:
+            agent = conversation.agent
+            self.stream.start(
+                init_record(
+                    session_id=conversation.session_id,
+                    chapter=agent.profile.chapter,
+                    model=model,
+                    tools=[spec.name for spec in agent.runner.tools.specs()],
+                    cwd=str(agent.workspace),
+                )
+            )
+
+    def finish(self, outcome: RunOutcome) -> None:
+        from agent_tutorial.headless import json_text, result_record
+
+        if self.options.output_format is OutputFormat.text:
+            return
+        conversation = self.conversation
+        record = result_record(
+            outcome,
+            self.summary,
+            session_id=conversation.session_id if conversation else None,
+            chapter=conversation.agent.profile.chapter if conversation else self.options.chapter,
+            duration_ms=round((time.monotonic() - self.started) * 1000),
+        )
+        if self.stream is not None:
+            self.stream.finish(record)
+        else:
+            sys.stdout.write(json_text(record, indent=True) + "\n")
+            sys.stdout.flush()
+
+
+def _run(options: RunOptions, report: RunReport, out: Console, err: Console) -> None:
+    from agent_tutorial.approval import TerminalApprover
+    from agent_tutorial.conversation import ConversationSetup
+    from agent_tutorial.headless import RunOutcome
+    from agent_tutorial.profiles import profile_for_chapter
+    from agent_tutorial.render import TerminalRenderer, rendering
+
     workspace = Path.cwd().resolve()
-    mode = "auto" if yes else (permission_mode.value if permission_mode else None)
-    flags = {
-        "model": model,
-        "base_url": base_url,
-        "max_turns": max_turns,
-        "permission_mode": mode,
-        "context_window_tokens": context_window,
-    }
-    settings = _with_probed_window(_settings_or_exit(workspace, flags, err), chapter)
-    interactive = prompt is None and _stdin_is_terminal()
-    text = "" if interactive else _prompt_or_exit(prompt, err)
-    summary = RunSummary()
+    settings = _with_probed_window(_settings_or_exit(workspace, options.flags), options.chapter)
+    interactive = options.prompt is None and _stdin_is_terminal()
+    text = "" if interactive else _prompt_or_exit(options.prompt, settings.max_stdin_bytes)
+    text_output = options.output_format is OutputFormat.text
     renderer = TerminalRenderer(
         out,
         err,
-        stream_answer=interactive or (output_format is OutputFormat.text and out.is_terminal),
-        verbose=verbose,
+        stream_answer=interactive or (text_output and out.is_terminal),
+        verbose=options.verbose,
         markdown=interactive,
     )
-    json_lines = output_format is OutputFormat.stream_json
     setup = ConversationSetup(
-        profile=profile_for_chapter(chapter),
+        profile=profile_for_chapter(options.chapter),
         settings=settings,
         workspace=workspace,
-        model=_model_for(settings, workspace, chapter),
+        model=_model_for(settings, workspace, options.chapter),
         approver=TerminalApprover(err) if _stdin_is_terminal() and err.is_terminal else None,
-        sinks=[summary, StreamJsonSink(sys.stdout) if json_lines else renderer],
+        sinks=[report.summary, *_display_sinks(report, renderer)],
     )
-    conversation = _open_or_exit(setup, _resume_path(workspace, continue_, resume, err), err)
+    resume = _resume_path(workspace, options.resume_latest, options.resume_id)
+    conversation = _open_or_exit(setup, resume)
+    report.start(conversation, settings.model or "")
     try:
         if interactive:
-            Repl(conversation, summary, renderer, model_name=settings.model or "").loop()
+            from agent_tutorial.repl import Repl
+
+            Repl(conversation, report.summary, renderer, model_name=settings.model or "").loop()
             return
         with rendering(renderer):
-            result = _run_or_exit(conversation, text, err)
+            result = _run_or_exit(conversation, text)
     finally:
         conversation.close()
-    _print_result(result, summary, conversation, output_format, renderer)
+    if text_output and not renderer.stream_answer:
+        sys.stdout.write(result.final_text.rstrip("\n") + "\n")
+    report.finish(RunOutcome("success", final_text=result.final_text))
 
 
-def _resume_path(
-    workspace: Path, latest: bool, session_id: str | None, err: Console
-) -> Path | None:
+def _display_sinks(report: RunReport, renderer: TerminalRenderer) -> list[EventSink]:
+    """The terminal renderer; under stream-json, the event lines instead, with warnings
+    still shown on stderr."""
+    if report.stream is None:
+        return [renderer]
+    return [report.stream, NoticesOnly(renderer)]
+
+
+@dataclass(frozen=True)
+class NoticesOnly:
+    """Passes only warnings and notes on, for the stderr of a stream-json run."""
+
+    renderer: TerminalRenderer
+
+    def emit(self, event: Event) -> None:
+        from agent_tutorial.core.events import Notice
+
+        if isinstance(event, Notice):
+            self.renderer.emit(event)
+
+
+def _resume_path(workspace: Path, latest: bool, session_id: str | None) -> Path | None:
+    from agent_tutorial.features.sessions import SessionError, find_session, latest_session
+
     try:
         if session_id is not None:
             return find_session(workspace, session_id)
         if latest:
             path = latest_session(workspace)
             if path is None:
-                _fail(err, "no saved session to continue in this workspace", EXIT_USAGE)
+                raise RunFailed("no saved session to continue in this workspace", EXIT_USAGE)
             return path
     except SessionError as error:
-        _fail(err, str(error), EXIT_USAGE)
+        raise RunFailed(str(error), EXIT_USAGE) from None
     return None
 
 
-def _open_or_exit(setup: ConversationSetup, resume: Path | None, err: Console) -> Conversation:
+def _open_or_exit(setup: ConversationSetup, resume: Path | None) -> Conversation:
+    from agent_tutorial.conversation import Conversation
+    from agent_tutorial.features.sessions import SessionError
+
     try:
         return Conversation.open(setup, resume)
     except SessionError as error:
-        _fail(err, f"cannot resume: {error}", EXIT_FAILURE)
+        raise RunFailed(f"cannot resume: {error}", EXIT_FAILURE) from None
 
 
-def _settings_or_exit(workspace: Path, flags: Mapping[str, object], err: Console) -> Settings:
+def _settings_or_exit(workspace: Path, flags: Mapping[str, object]) -> Settings:
+    from agent_tutorial.config import ConfigError, load_settings, missing_settings
+
     try:
         settings = load_settings(workspace, flags)
     except ConfigError as error:
-        _fail(err, str(error), EXIT_USAGE)
+        raise RunFailed(str(error), EXIT_USAGE) from None
     missing = missing_settings(settings)
     if missing:
-        _fail(
-            err,
+        raise RunFailed(
             f"missing setting(s): {', '.join(missing)}. Set them in the environment or in "
             ".agent_tutorial/ (see .agent_tutorial.example/), or use --model demo.",
             EXIT_USAGE,
@@ -206,6 +346,8 @@ def _settings_or_exit(workspace: Path, flags: Mapping[str, object], err: Console
 def _with_probed_window(settings: Settings, chapter: int) -> Settings:
     """Chapter 8 budgets against the model's window: unset, ask the server (briefly; a
     server that does not say leaves it unknown)."""
+    from agent_tutorial.profiles import Capability, profile_for_chapter
+
     compaction = Capability.COMPACTION in profile_for_chapter(chapter)
     if settings.context_window_tokens is not None or settings.is_demo or not compaction:
         return settings
@@ -220,29 +362,56 @@ def _stdin_is_terminal() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()  # None: started with stdin closed
 
 
-def _prompt_or_exit(prompt: str | None, err: Console) -> str:
-    if prompt is None and sys.stdin is not None and not sys.stdin.isatty():
-        prompt = _decode_prompt(sys.stdin.buffer.read(), "standard input", err)
-    if prompt is None:
-        _fail(err, "no prompt: pass --prompt TEXT or pipe one on standard input", EXIT_USAGE)
-    # An argument in another encoding arrives with surrogate escapes for its bytes.
-    prompt = _decode_prompt(os.fsencode(prompt), "the --prompt text", err)
+def _prompt_or_exit(prompt: str | None, max_stdin_bytes: int) -> str:
+    """The prompt to run: `--prompt`, piped input, or both joined as Claude Code does
+    (the piped text first, as context, then the prompt)."""
+    piped = _piped_input(max_stdin_bytes)
+    if prompt is None and piped is None:
+        raise RunFailed("no prompt: pass --prompt TEXT or pipe one on standard input", EXIT_USAGE)
+    if prompt is not None:
+        # An argument in another encoding arrives with surrogate escapes for its bytes.
+        prompt = _decode_prompt(os.fsencode(prompt), "the --prompt text")
+    if piped and prompt:
+        prompt = f"{piped.rstrip()}\n\n{prompt}"
+    prompt = prompt or piped or ""
     if not prompt.strip():
-        _fail(err, "the prompt is empty", EXIT_USAGE)
+        raise RunFailed("the prompt is empty", EXIT_USAGE)
     return prompt
 
 
-def _decode_prompt(data: bytes, source: str, err: Console) -> str:
+def _piped_input(max_bytes: int) -> str | None:
+    """Standard input when it is a pipe or a file, read up to `max_bytes`; None for a
+    terminal, /dev/null, a socket or a closed stdin, which are never waited on."""
+    if sys.stdin is None or sys.stdin.isatty() or not _is_pipe_or_file(sys.stdin):
+        return None
+    data = sys.stdin.buffer.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise RunFailed(
+            f"standard input is larger than {max_bytes:,} bytes (max_stdin_bytes); "
+            "save it to a file in the workspace and name the file in the prompt instead",
+            EXIT_USAGE,
+        )
+    return _decode_prompt(data, "standard input")
+
+
+def _is_pipe_or_file(stream: object) -> bool:
+    try:
+        mode = os.fstat(stream.fileno()).st_mode  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return True  # an in-memory stream (a test runner's): read it
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+
+
+def _decode_prompt(data: bytes, source: str) -> str:
     """Strict UTF-8: a guessed decoding would hand the model text the user never wrote."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        _fail(
-            err,
+        raise RunFailed(
             f"{source} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset "
             f"{error.start}); convert it first, e.g. with iconv -t UTF-8",
             EXIT_USAGE,
-        )
+        ) from None
 
 
 def _model_for(settings: Settings, workspace: Path, chapter: int) -> ModelClient:
@@ -262,45 +431,29 @@ def _model_for(settings: Settings, workspace: Path, chapter: int) -> ModelClient
     )
 
 
-def _run_or_exit(conversation: Conversation, prompt: str, err: Console) -> RunResult:
+def _run_or_exit(conversation: Conversation, prompt: str) -> RunResult:
+    from agent_tutorial.core.loop import AgentRunError, MaxTurnsExceeded, TurnInterrupted
+    from agent_tutorial.core.model import ModelError
+
     try:
         return conversation.run(prompt)
     except (TurnInterrupted, KeyboardInterrupt):
-        _fail(err, "interrupted", EXIT_INTERRUPTED)
+        raise RunFailed("interrupted", EXIT_INTERRUPTED) from None
+    except MaxTurnsExceeded as error:
+        raise RunFailed(str(error), EXIT_FAILURE, "error_max_turns") from None
     except (AgentRunError, ModelError) as error:
-        _fail(err, str(error), EXIT_FAILURE)
-
-
-def _print_result(
-    result: RunResult,
-    summary: RunSummary,
-    conversation: Conversation,
-    output_format: OutputFormat,
-    renderer: TerminalRenderer,
-) -> None:
-    if output_format is OutputFormat.json:
-        record = {
-            "final_text": result.final_text,
-            "turns": result.turns,
-            "usage": {
-                "prompt_tokens": summary.usage.prompt_tokens,
-                "completion_tokens": summary.usage.completion_tokens,
-                "total_tokens": summary.usage.total_tokens,
-            },
-            "chapter": conversation.agent.profile.chapter,
-            "session_id": conversation.session_id,
-            "tool_calls": summary.tool_calls,
-            "tool_errors": summary.tool_errors,
-            "compaction": summary.compaction,
-        }
-        sys.stdout.write(orjson.dumps(record, option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif output_format is OutputFormat.text and not renderer.stream_answer:
-        sys.stdout.write(result.final_text.rstrip("\n") + "\n")
+        raise RunFailed(str(error), EXIT_FAILURE) from None
 
 
 def _fail(err: Console, message: str, code: int) -> NoReturn:
-    err.print(Text.assemble(("error: ", "bold red"), message), highlight=False)
+    _print_error(err, message)
     raise typer.Exit(code)
+
+
+def _print_error(err: Console, message: str) -> None:
+    from rich.text import Text
+
+    err.print(Text.assemble(("error: ", "bold red"), message), highlight=False)
 
 
 artifacts_app = typer.Typer(help="Chapter 8's persisted tool results and transcripts.")
@@ -310,6 +463,9 @@ app.add_typer(artifacts_app, name="artifacts")
 @artifacts_app.command("list")
 def artifacts_list() -> None:
     """Every artifact in .agent_tutorial/artifacts, newest first."""
+    from agent_tutorial.features.artifact_catalog import list_artifacts
+    from agent_tutorial.render import artifact_table, make_consoles
+
     out, _ = make_consoles()
     found = list_artifacts(Path.cwd().resolve())
     if not found:
@@ -324,6 +480,9 @@ def artifacts_show(
     raw: Annotated[bool, typer.Option(help="Print the stored bytes as they are.")] = False,
 ) -> None:
     """Print one artifact in full (a transcript as a table unless --raw)."""
+    from agent_tutorial.features.artifact_catalog import ArtifactLookupError, find_artifact
+    from agent_tutorial.render import make_consoles, messages_table, transcript_records
+
     out, err = make_consoles()
     try:
         info = find_artifact(Path.cwd().resolve(), reference)
@@ -345,6 +504,13 @@ def artifacts_prune(
     yes: Annotated[bool, typer.Option("--yes", help="Really delete (default: dry run).")] = False,
 ) -> None:
     """Delete artifacts older than an age; only lists them unless --yes."""
+    from agent_tutorial.features.artifact_catalog import (
+        artifacts_older_than,
+        delete_artifacts,
+        parse_age,
+    )
+    from agent_tutorial.render import format_bytes, make_consoles
+
     out, err = make_consoles()
     try:
         age = parse_age(older_than)
@@ -367,6 +533,9 @@ app.add_typer(sessions_app, name="sessions")
 @sessions_app.command("list")
 def sessions_list() -> None:
     """Saved sessions, newest first."""
+    from agent_tutorial.features.sessions import list_sessions
+    from agent_tutorial.render import make_consoles, session_table
+
     out, _ = make_consoles()
     found = list_sessions(Path.cwd().resolve())
     out.print(session_table(found) if found else "no saved sessions in this workspace")
@@ -377,6 +546,10 @@ def sessions_show(
     session_id: Annotated[str, typer.Argument(help="An id or unique prefix.")],
 ) -> None:
     """One session's conversation as a table."""
+    from agent_tutorial.core.messages import to_wire
+    from agent_tutorial.features.sessions import SessionError, find_session, load_session
+    from agent_tutorial.render import make_consoles, messages_table
+
     out, err = make_consoles()
     try:
         path = find_session(Path.cwd().resolve(), session_id)
@@ -414,6 +587,7 @@ def bench(
         bench_table,
         save_plot,
     )
+    from agent_tutorial.render import make_consoles
 
     out, err = make_consoles()
     if session is not None and (turns is not None or seed is not None):
@@ -426,9 +600,13 @@ def bench(
         source = f"synthetic trace, {steps:,} steps, seed {chosen_seed}"
     report = bench_feature.run_bench(trace, source, context_window)
     if json_output:
+        import orjson
+
         sys.stdout.write(orjson.dumps(bench_record(report), option=orjson.OPT_INDENT_2).decode())
         sys.stdout.write("\n")
     else:
+        from rich.console import Console
+
         width = None if out.is_terminal else TABLE_WIDTH
         Console(file=sys.stdout, width=width).print(bench_table(report))
     if plot is not None:
@@ -442,6 +620,7 @@ def bench(
 
 def _session_trace_or_exit(session_id: str, err: Console) -> tuple[list[Any], str]:
     from agent_tutorial.features.bench import session_trace
+    from agent_tutorial.features.sessions import SessionError, find_session, load_session
 
     try:
         path = find_session(Path.cwd().resolve(), session_id)

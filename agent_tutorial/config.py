@@ -95,6 +95,9 @@ class Settings(BaseSettings):
     """The model's context window in tokens; unset, chapter 8 asks the server and otherwise
     keeps to its byte thresholds."""
 
+    max_stdin_bytes: int = Field(default=1024 * 1024, ge=1)
+    """The most piped standard input `run` accepts as (part of) the prompt; more is refused."""
+
     permission_mode: PermissionMode = "ask"
     """ask, accept-edits or auto; see chapter 3."""
 

@@ -28,6 +28,8 @@ from agent_tutorial.features.sessions import (
 )
 from agent_tutorial.profiles import ChapterProfile
 
+EMPTY_ANSWER_NOTICE = "the model finished with an empty answer"
+
 
 @dataclass(frozen=True)
 class ConversationSetup:
@@ -99,7 +101,10 @@ class Conversation:
 
     def run(self, prompt: str) -> RunResult:
         try:
-            return self.agent.runner.run(prompt)
+            result = self.agent.runner.run(prompt)
+            if not result.final_text.strip():  # else a script sees nothing and wonders why
+                self.agent.events.emit(Notice("warning", EMPTY_ANSWER_NOTICE))
+            return result
         finally:
             self._end_turn()
 

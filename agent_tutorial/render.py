@@ -7,9 +7,8 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import IO, Any
+from typing import Any
 
 import orjson
 from rich.console import Console
@@ -30,10 +29,7 @@ from agent_tutorial.core.events import (
     ToolFinished,
     ToolStarted,
     TurnStarted,
-    UsageReported,
-    event_record,
 )
-from agent_tutorial.core.model import ZERO_USAGE, Usage
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.artifact_catalog import ArtifactInfo
 from agent_tutorial.features.sessions import SessionInfo
@@ -262,65 +258,6 @@ def _subject_from_arguments(arguments: str) -> str:
         if isinstance(values.get(key), str):
             return str(values[key])
     return ""
-
-
-@dataclass
-class RunSummary:
-    """Collects what `--output-format json` reports besides the answer.
-
-    `usage` counts every model call (the agent's, its subagents' and summary requests);
-    `last_usage` is the agent's latest reply, whose prompt tokens show how full the context is.
-    """
-
-    usage: Usage = ZERO_USAGE
-    last_usage: Usage | None = None
-    compaction: dict[str, dict[str, int]] = field(default_factory=dict)
-    tool_calls: int = 0
-    tool_errors: int = 0
-
-    def reset(self) -> None:
-        """Forget everything collected so far (the REPL started another session)."""
-        fresh = RunSummary()
-        for item in fields(self):
-            setattr(self, item.name, getattr(fresh, item.name))
-
-    def emit(self, event: Event) -> None:
-        if isinstance(event, NestedEvent):
-            if isinstance(event.event, ModelReplied | UsageReported):
-                self._count_usage(event.event.usage)
-        elif isinstance(event, ModelReplied) and event.usage is not None:
-            self._count_usage(event.usage)
-            self.last_usage = event.usage
-        elif isinstance(event, UsageReported):
-            self._count_usage(event.usage)
-        elif isinstance(event, ToolFinished):
-            self.tool_calls += 1
-            self.tool_errors += int(event.result.is_error)
-        elif isinstance(event, CompactionApplied):
-            layer = self.compaction.setdefault(
-                event.layer, {"events": 0, "count": 0, "bytes_saved": 0}
-            )
-            layer["events"] += 1
-            layer["count"] += event.count
-            layer["bytes_saved"] += event.bytes_saved
-
-    def _count_usage(self, usage: Usage | None) -> None:
-        if usage is not None:
-            self.usage = self.usage + usage
-
-
-class StreamJsonSink:
-    """`--output-format stream-json`: one JSON object per event, one per line, on stdout."""
-
-    def __init__(self, file: IO[str]) -> None:
-        self.file = file
-
-    def emit(self, event: Event) -> None:
-        record = event_record(event)
-        if record is not None:
-            # default=str: an unusual value in an event's details must not end the turn
-            self.file.write(orjson.dumps(record, default=str).decode() + "\n")
-            self.file.flush()
 
 
 @contextmanager

@@ -32,13 +32,13 @@ from agent_tutorial.features.compaction import CompactionError, history_utf8_byt
 from agent_tutorial.features.sessions import SessionError, find_session, list_sessions
 from agent_tutorial.features.todos import render_plan
 from agent_tutorial.render import (
-    RunSummary,
     TerminalRenderer,
     artifact_table,
     format_bytes,
     rendering,
     session_table,
 )
+from agent_tutorial.run_summary import RunSummary, format_count
 
 BYTES_PER_TOKEN = 4  # a rough estimate; the provider's usage figures are exact
 PROMPT = FormattedText([("bold ansicyan", "› ")])
@@ -240,6 +240,12 @@ class Repl:
         stored = format_bytes(sum(info.size for info in artifacts))
         table.add_row("artifacts", f"{len(artifacts)} file(s), {stored}")
         table.add_row("last usage", _usage_text(self.summary))
+        totals = self.summary.usage
+        table.add_row(
+            "tokens so far",
+            f"{format_count(totals.prompt_tokens)} prompt + "
+            f"{format_count(totals.completion_tokens)} completion",
+        )
         return table
 
     def _add_compaction_rows(self, table: Table) -> None:
@@ -320,7 +326,8 @@ def _usage_text(summary: RunSummary) -> str:
     usage = summary.last_usage
     if usage is None:
         return "none reported yet"
-    return f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion tokens"
+    prompt, completion = format_count(usage.prompt_tokens), format_count(usage.completion_tokens)
+    return f"{prompt} prompt + {completion} completion tokens"
 
 
 def _history(workspace: Path) -> History:

@@ -41,8 +41,9 @@ from agent_tutorial.features.sessions import (
     load_session,
 )
 from agent_tutorial.profiles import profile_for_chapter
-from agent_tutorial.render import RunSummary, TerminalRenderer
+from agent_tutorial.render import TerminalRenderer
 from agent_tutorial.repl import Repl
+from agent_tutorial.run_summary import RunSummary
 from agent_tutorial.testing import ScriptedModel, ScriptedReply, text_reply, tool_reply
 from tests.conftest import TEST_API_KEY
 from tests.loopback import LoopbackServer, text_stream

@@ -26,8 +26,9 @@ from agent_tutorial.core.messages import assistant_message, from_wire, user_mess
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.sessions import list_sessions, load_session
 from agent_tutorial.profiles import profile_for_chapter
-from agent_tutorial.render import RunSummary, TerminalRenderer, format_bytes
+from agent_tutorial.render import TerminalRenderer, format_bytes
 from agent_tutorial.repl import SLASH_COMMANDS, Repl, SlashCompleter
+from agent_tutorial.run_summary import RunSummary
 from tests.conftest import TEST_API_KEY
 from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
 

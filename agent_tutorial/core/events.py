@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
-from agent_tutorial.core.messages import AssistantMessage, ChatMessage, ToolCall, to_wire
+from agent_tutorial.core.messages import AssistantMessage, ChatMessage, ToolCall
 from agent_tutorial.core.model import FinishReason, Usage
 from agent_tutorial.core.tools import ToolResult
 
@@ -142,59 +142,3 @@ class EventLog:
 
     def emit(self, event: Event) -> None:
         self.events.append(event)
-
-
-def event_record(event: Event) -> dict[str, Any]:
-    """The JSON-ready record of one event (stream-json output and the session log)."""
-    if isinstance(event, NestedEvent):
-        return {**event_record(event.event), "depth": event.depth}
-    if isinstance(event, TurnStarted):
-        return {"type": "turn_started", "turn": event.turn}
-    if isinstance(event, TextDelta):
-        return {"type": "text_delta", "text": event.text}
-    if isinstance(event, MessageAppended):
-        return {"type": "message", "message": to_wire(event.message)}
-    if isinstance(event, ModelReplied):
-        usage = None if event.usage is None else usage_record(event.usage)
-        return {"type": "model_reply", "finish_reason": event.finish_reason, "usage": usage}
-    if isinstance(event, ToolStarted):
-        return {"type": "tool_started", "id": event.call.id, "name": event.call.name}
-    if isinstance(event, ToolFinished):
-        return {
-            "type": "tool_finished",
-            "id": event.call.id,
-            "name": event.call.name,
-            "is_error": event.result.is_error,
-            "error_code": event.result.error_code,
-            "bytes": len(event.result.content.encode()),
-            "seconds": round(event.seconds, 3),
-        }
-    if isinstance(event, CompactionApplied):
-        return {
-            "type": "compaction",
-            "layer": event.layer,
-            "text": event.text,
-            "count": event.count,
-            "bytes_saved": event.bytes_saved,
-            "details": dict(event.details),
-        }
-    if isinstance(event, PermissionDecided):
-        return {
-            "type": "permission",
-            "tool": event.tool,
-            "subject": event.subject,
-            "decision": event.decision,
-            "reason": event.reason,
-            "source": event.source,
-        }
-    if isinstance(event, UsageReported):
-        return {"type": "usage", "purpose": event.purpose, **usage_record(event.usage)}
-    return {"type": "notice", "level": event.level, "text": event.text}
-
-
-def usage_record(usage: Usage) -> dict[str, int]:
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-    }

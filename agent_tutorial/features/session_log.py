@@ -20,9 +20,9 @@ from agent_tutorial.core.events import (
     Notice,
     PermissionDecided,
     UsageReported,
-    event_record,
-    usage_record,
 )
+from agent_tutorial.core.messages import to_wire
+from agent_tutorial.core.model import Usage
 from agent_tutorial.features.session_files import (
     DUMP_OPTIONS,
     Record,
@@ -163,16 +163,49 @@ class SessionLog:
         append_line(self._fd, line)
 
 
-# Streamed text, tool start/finish and turns are not kept: the messages already hold them.
-_LOGGED_EVENTS = (MessageAppended, CompactionApplied, Notice, PermissionDecided, UsageReported)
-
-
 def _event_record(event: Event) -> Record | None:
-    if isinstance(event, _LOGGED_EVENTS):
-        return event_record(event)
+    """The session-file line for one event, or None for events the file does not keep.
+
+    This is the session file's own format, read back by the loader; stream-json output has
+    its own shape (`agent_tutorial.headless`), so either can change without the other.
+    Streamed text, tool start/finish, turns and subagent events are not kept: the messages
+    already hold them.
+    """
+    if isinstance(event, MessageAppended):
+        return {"type": "message", "message": to_wire(event.message)}
+    if isinstance(event, CompactionApplied):
+        return {
+            "type": "compaction",
+            "layer": event.layer,
+            "text": event.text,
+            "count": event.count,
+            "bytes_saved": event.bytes_saved,
+            "details": dict(event.details),
+        }
+    if isinstance(event, Notice):
+        return {"type": "notice", "level": event.level, "text": event.text}
+    if isinstance(event, PermissionDecided):
+        return {
+            "type": "permission",
+            "tool": event.tool,
+            "subject": event.subject,
+            "decision": event.decision,
+            "reason": event.reason,
+            "source": event.source,
+        }
+    if isinstance(event, UsageReported):
+        return {"type": "usage", "purpose": event.purpose, **_usage_fields(event.usage)}
     if isinstance(event, ModelReplied) and event.usage is not None:
-        return {"type": "usage", **usage_record(event.usage)}
-    return None  # text deltas, tool start/finish, turns, subagent events
+        return {"type": "usage", **_usage_fields(event.usage)}
+    return None
+
+
+def _usage_fields(usage: Usage) -> dict[str, int]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
 
 
 def _encode_event(record: Record) -> bytes:

@@ -1,0 +1,208 @@
+"""`--output-format json` and `stream-json`, in Claude Code's shapes so scripts written for
+it work here too.
+
+json prints one result object when the run ends, success or failure. stream-json prints one
+object per line: a `system/init` line first, then the agent's events, then the same result
+object; every line carries `session_id`. The event lines are this module's own shape, kept
+apart from the session file's record format (`features.session_log`), so either can change
+without the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import IO, Any, Literal
+
+import orjson
+
+from agent_tutorial.core.events import (
+    CompactionApplied,
+    Event,
+    MessageAppended,
+    ModelReplied,
+    NestedEvent,
+    Notice,
+    PermissionDecided,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnStarted,
+    UsageReported,
+)
+from agent_tutorial.core.messages import to_wire
+from agent_tutorial.core.model import Usage
+from agent_tutorial.run_summary import RunSummary
+
+ResultSubtype = Literal["success", "error_max_turns", "error_during_execution"]
+Record = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """How a one-shot run ended: its answer, or the one-line error that stopped it."""
+
+    subtype: ResultSubtype
+    final_text: str = ""
+    error: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.subtype != "success"
+
+
+def result_record(
+    outcome: RunOutcome,
+    summary: RunSummary,
+    *,
+    session_id: str | None,
+    chapter: int,
+    duration_ms: int,
+) -> Record:
+    """The `result` object both formats end with; Claude Code's fields first, then ours."""
+    record: Record = {
+        "type": "result",
+        "subtype": outcome.subtype,
+        "is_error": outcome.is_error,
+        "result": outcome.final_text,
+        "session_id": session_id,
+        "num_turns": summary.turns,
+        "duration_ms": duration_ms,
+        "usage": summary.usage_record(),
+        "final_text": outcome.final_text,
+        "turns": summary.turns,
+        "chapter": chapter,
+        "tool_calls": summary.tool_calls,
+        "tool_errors": summary.tool_errors,
+        "compaction": summary.compaction,
+    }
+    if outcome.error is not None:
+        record["error"] = outcome.error
+    return record
+
+
+def init_record(*, session_id: str, chapter: int, model: str, tools: list[str], cwd: str) -> Record:
+    """stream-json's first line: what this run is working with."""
+    return {
+        "type": "system",
+        "subtype": "init",
+        "session_id": session_id,
+        "chapter": chapter,
+        "model": model,
+        "tools": tools,
+        "cwd": cwd,
+    }
+
+
+def stream_event(event: Event) -> Record:
+    """One stream-json line for an event (without `session_id`, which the sink adds)."""
+    if isinstance(event, NestedEvent):
+        return {**stream_event(event.event), "depth": event.depth}
+    if isinstance(event, TurnStarted):
+        return {"type": "turn_started", "turn": event.turn}
+    if isinstance(event, TextDelta):
+        return {"type": "text_delta", "text": event.text}
+    if isinstance(event, MessageAppended):
+        return {"type": "message", "message": to_wire(event.message)}
+    if isinstance(event, ModelReplied):
+        return {
+            "type": "model_reply",
+            "finish_reason": event.finish_reason,
+            "usage": _usage(event.usage),
+        }
+    if isinstance(event, ToolStarted | ToolFinished):
+        return _tool_event(event)
+    if isinstance(event, CompactionApplied):
+        return {
+            "type": "compaction",
+            "layer": event.layer,
+            "text": event.text,
+            "count": event.count,
+            "bytes_saved": event.bytes_saved,
+            "details": dict(event.details),
+        }
+    if isinstance(event, PermissionDecided):
+        return {
+            "type": "permission",
+            "tool": event.tool,
+            "decision": event.decision,
+            "subject": event.subject,
+            "reason": event.reason,
+            "source": event.source,
+        }
+    if isinstance(event, UsageReported):
+        return {"type": "usage", "purpose": event.purpose, "usage": _usage(event.usage)}
+    return _notice(event)
+
+
+def _notice(event: Notice) -> Record:
+    return {"type": "notice", "level": event.level, "text": event.text}
+
+
+def _tool_event(event: ToolStarted | ToolFinished) -> Record:
+    record: Record = {"id": event.call.id, "name": event.call.name}
+    if isinstance(event, ToolStarted):
+        return {"type": "tool_started", **record}
+    return {
+        "type": "tool_finished",
+        **record,
+        "is_error": event.result.is_error,
+        "error_code": event.result.error_code,
+        "bytes": len(event.result.content.encode()),
+        "seconds": round(event.seconds, 3),
+    }
+
+
+def _usage(usage: Usage | None) -> Record | None:
+    if usage is None:
+        return None
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def json_text(record: Record, *, indent: bool = False) -> str:
+    # default=str: an unusual value in an event's details must not end the run
+    option = orjson.OPT_INDENT_2 if indent else 0
+    return orjson.dumps(record, default=str, option=option).decode()
+
+
+class StreamJsonSink:
+    """`--output-format stream-json`: one JSON object per line on `file`.
+
+    Events that arrive before `start()` (warnings while the agent is built) are held back,
+    so the `system/init` line is always first; each line is flushed as it is written.
+    """
+
+    def __init__(self, file: IO[str]) -> None:
+        self.file = file
+        self.session_id: str | None = None
+        self._held: list[Record] = []
+
+    def start(self, init: Record) -> None:
+        self.session_id = init["session_id"]
+        self._write(init)
+        held, self._held = self._held, []
+        for record in held:
+            self._write(record)
+
+    def emit(self, event: Event) -> None:
+        record = stream_event(event)
+        if self.session_id is None:
+            self._held.append(record)
+        else:
+            self._write(record)
+
+    def finish(self, result: Record) -> None:
+        """The closing `result` line (written even if `start` never ran: a run that failed
+        before it had a session still ends with one result)."""
+        for record in self._held:
+            self._write(record)
+        self._held = []
+        self._write(result)
+
+    def _write(self, record: Record) -> None:
+        line = {**record, "session_id": record.get("session_id", self.session_id)}
+        self.file.write(json_text(line) + "\n")
+        self.file.flush()

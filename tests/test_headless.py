@@ -1,0 +1,229 @@
+"""The headless contract: `--output-format json` and `stream-json` in Claude Code's shapes,
+piped input, and what a script sees when a run fails or answers nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agent_tutorial.conversation import EMPTY_ANSWER_NOTICE
+from tests.conftest import CliRun
+from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
+
+RunCli = Any
+UNAUTHORIZED = {"error": {"message": "Incorrect API key provided"}}
+
+
+def json_result(result: CliRun) -> dict[str, Any]:
+    """The one JSON object a json run prints, whatever happened."""
+    record = json.loads(result.stdout)
+    assert isinstance(record, dict)
+    assert record["type"] == "result"
+    return record
+
+
+def stream_lines(result: CliRun) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def without_usage(reply: Reply) -> Reply:
+    """The same stream minus its closing usage chunk, as servers that report none send."""
+    assert reply.sse_events is not None and "usage" in reply.sse_events[-1]
+    return Reply(sse_events=reply.sse_events[:-1])
+
+
+def test_json_success_is_one_result_object_with_claude_code_fields(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    loopback.queue(
+        tool_stream([("c1", "glob", {"pattern": "*"})], usage=(100, 20)),
+        text_stream("done", usage=(150, 10)),
+    )
+
+    result = run_cli("run", "-c", "2", "-p", "go", "--output-format", "json")
+
+    record = json_result(result)
+    assert result.exit_code == 0
+    assert record["subtype"] == "success" and record["is_error"] is False
+    assert record["result"] == record["final_text"] == "done"
+    assert record["num_turns"] == record["turns"] == 2
+    assert record["usage"] == {"prompt_tokens": 250, "completion_tokens": 30, "total_tokens": 280}
+    assert record["chapter"] == 2 and record["tool_calls"] == 1
+    assert isinstance(record["duration_ms"], int) and record["duration_ms"] >= 0
+    assert "error" not in record
+    sessions = list((workspace / ".agent_tutorial" / "sessions").glob("*.jsonl"))
+    assert [path.name for path in sessions if record["session_id"] in path.name]
+
+
+def test_json_on_a_401_is_one_error_result_and_exit_1(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(error_reply(401, UNAUTHORIZED))
+
+    result = run_cli("run", "-c", "2", "-p", "go", "--output-format", "json")
+
+    record = json_result(result)
+    assert result.exit_code == 1
+    assert record["is_error"] is True and record["subtype"] == "error_during_execution"
+    assert "401" in record["error"] and "\n" not in record["error"]
+    assert record["result"] == "" and record["session_id"]
+    assert "error:" in result.stderr
+
+
+def test_json_at_the_turn_limit_reports_error_max_turns(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(tool_stream([("c1", "glob", {"pattern": "*"})]))
+
+    result = run_cli("run", "-c", "2", "-p", "go", "--max-turns", "1", "--output-format", "json")
+
+    record = json_result(result)
+    assert result.exit_code == 1
+    assert record["is_error"] is True and record["subtype"] == "error_max_turns"
+    assert record["num_turns"] == 1 and record["tool_calls"] == 1
+    assert "1 turns" in record["error"]
+
+
+def test_json_on_a_configuration_error_still_prints_one_result_and_exit_2(
+    run_cli: RunCli,
+) -> None:
+    result = run_cli("run", "-p", "go", "--output-format", "json", env={"AGENT_TUTORIAL_MODEL": ""})
+
+    record = json_result(result)
+    assert result.exit_code == 2
+    assert record["is_error"] is True and record["session_id"] is None
+    assert "AGENT_TUTORIAL_MODEL" in record["error"]
+
+
+def test_usage_no_call_reported_is_null_not_zero(run_cli: RunCli, loopback: LoopbackServer) -> None:
+    loopback.queue(without_usage(text_stream("hi")))
+
+    result = run_cli("run", "-c", "2", "-p", "go", "--output-format", "json")
+
+    usage = json_result(result)["usage"]
+    assert usage == {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}
+
+
+def test_usage_counts_only_the_calls_that_reported_it(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(
+        without_usage(tool_stream([("c1", "glob", {"pattern": "*"})])),
+        text_stream("done", usage=(40, 2)),
+    )
+
+    result = run_cli("run", "-c", "2", "-p", "go", "--output-format", "json")
+
+    assert json_result(result)["usage"]["prompt_tokens"] == 40
+
+
+def test_stream_json_opens_with_init_and_closes_with_the_result(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    loopback.queue(tool_stream([("c1", "glob", {"pattern": "*"})]), text_stream("done"))
+
+    result = run_cli("run", "-c", "2", "-p", "go", "--output-format", "stream-json")
+
+    lines = stream_lines(result)
+    init, last = lines[0], lines[-1]
+    assert (init["type"], init["subtype"]) == ("system", "init")
+    assert init["chapter"] == 2 and init["model"] == "loopback-model"
+    assert init["cwd"] == str(workspace) and "read_file" in init["tools"]
+    assert last["type"] == "result" and last["is_error"] is False and last["result"] == "done"
+    assert {line["session_id"] for line in lines} == {init["session_id"]}
+
+
+def test_stream_json_events_between_describe_the_run(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(tool_stream([("c1", "glob", {"pattern": "*"})]), text_stream("done"))
+
+    result = run_cli("run", "-c", "2", "-p", "go", "--output-format", "stream-json")
+
+    events = stream_lines(result)[1:-1]
+    types = [event["type"] for event in events]
+    assert types[0] == "message"  # the user prompt entering history
+    assert {"turn_started", "text_delta", "model_reply", "tool_started", "tool_finished"} <= set(
+        types
+    )
+    finished = next(event for event in events if event["type"] == "tool_finished")
+    assert finished["name"] == "glob" and finished["is_error"] is False
+    assert events[-1]["message"] == {"role": "assistant", "content": "done"}
+
+
+def test_stream_json_on_a_401_still_ends_with_an_error_result(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(error_reply(401, UNAUTHORIZED))
+
+    result = run_cli("run", "-c", "2", "-p", "go", "--output-format", "stream-json")
+
+    lines = stream_lines(result)
+    assert result.exit_code == 1
+    assert lines[0]["subtype"] == "init"
+    assert lines[-1]["type"] == "result" and lines[-1]["is_error"] is True
+    assert [line["type"] for line in lines].count("result") == 1
+
+
+def test_an_empty_final_answer_prints_a_notice_on_stderr(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream(""))
+
+    result = run_cli("run", "-c", "2", "-p", "go")
+
+    assert result.exit_code == 0
+    assert EMPTY_ANSWER_NOTICE in result.stderr
+    assert result.stdout.strip() == ""
+
+
+def test_an_empty_answer_notice_reaches_stderr_under_stream_json_too(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream(""))
+
+    result = run_cli("run", "-c", "2", "-p", "go", "--output-format", "stream-json")
+
+    assert EMPTY_ANSWER_NOTICE in result.stderr
+    assert stream_lines(result)[-1]["type"] == "result"
+
+
+def test_piped_input_and_prompt_are_joined_input_first(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+
+    run_cli("run", "-c", "2", "-p", "explain this log", input="line one\nline two\n")
+
+    user = [m for m in loopback.requests[0]["messages"] if m["role"] == "user"]
+    assert user[0]["content"] == "line one\nline two\n\nexplain this log"
+
+
+def test_piped_input_over_the_cap_is_refused_with_exit_2(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    result = run_cli(
+        "run",
+        "-c",
+        "2",
+        "-p",
+        "summarise",
+        input="x" * 101,
+        env={"AGENT_TUTORIAL_MAX_STDIN_BYTES": "100"},
+    )
+
+    assert result.exit_code == 2
+    assert "larger than 100 bytes" in result.stderr
+    assert loopback.requests == []
+
+
+def test_piped_input_at_the_cap_is_accepted(run_cli: RunCli, loopback: LoopbackServer) -> None:
+    loopback.queue(text_stream("ok"))
+
+    result = run_cli(
+        "run", "-c", "2", input="y" * 100, env={"AGENT_TUTORIAL_MAX_STDIN_BYTES": "100"}
+    )
+
+    assert result.exit_code == 0
+    assert loopback.requests[0]["messages"][-1]["content"] == "y" * 100
