@@ -8,7 +8,7 @@ turn (history stays paired); Ctrl-C twice at an empty prompt, Ctrl-D or /exit le
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from rich.text import Text
 from agent_tutorial.config import STATE_DIR
 from agent_tutorial.conversation import Conversation
 from agent_tutorial.core.loop import AgentRunError, TurnInterrupted
+from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.model import ModelError
 from agent_tutorial.features.artifact_catalog import list_artifacts
 from agent_tutorial.features.compaction import CompactionError, history_utf8_bytes
@@ -37,10 +38,12 @@ from agent_tutorial.render import (
     format_bytes,
     rendering,
     session_table,
+    shorten,
 )
 from agent_tutorial.run_summary import RunSummary, format_count
 
 BYTES_PER_TOKEN = 4  # a rough estimate; the provider's usage figures are exact
+MODEL_NAME_WIDTH = 24
 PROMPT = FormattedText([("bold ansicyan", "› ")])
 CONTINUATION = FormattedText([("ansibrightblack", "· ")])
 
@@ -87,6 +90,49 @@ def key_bindings() -> KeyBindings:
     return bindings
 
 
+@dataclass(frozen=True)
+class ToolbarPart:
+    text: str
+    style: str = ""
+    keep: int = 0
+    """Priority: on a narrow terminal the parts with the lowest `keep` are left out first."""
+
+
+def fit_toolbar(parts: Sequence[ToolbarPart], columns: int) -> FormattedText:
+    """` ch8 · gpt-4.1-mini · 1a2b3c4d · 12.3 KB ≈3,150 tok · 25% of summary` in at most
+    `columns - 1` cells (the last cell of a line makes some terminals scroll)."""
+    shown = list(parts)
+    while len(shown) > 1 and _toolbar_width(shown) > columns - 1:
+        shown.remove(min(shown, key=lambda part: part.keep))
+    fragments: list[tuple[str, str]] = []
+    for part in shown:
+        fragments.append(("", " · " if fragments else " "))
+        fragments.append((part.style, part.text))
+    return FormattedText(fragments)
+
+
+def _toolbar_width(parts: Sequence[ToolbarPart]) -> int:
+    return 1 + sum(len(part.text) for part in parts) + 3 * (len(parts) - 1)
+
+
+class RunningHistorySize:
+    """Bytes of an append-only history, adding only what was appended since the last call
+    (a toolbar redraw must not re-serialise a long session); a replaced history (/clear,
+    /resume) is measured once from the start."""
+
+    def __init__(self) -> None:
+        self._history: Sequence[ChatMessage] | None = None
+        self._counted = 0
+        self._bytes = 0
+
+    def of(self, history: Sequence[ChatMessage]) -> int:
+        if history is not self._history or len(history) < self._counted:
+            self._history, self._counted, self._bytes = history, 0, 0
+        self._bytes += history_utf8_bytes(history[self._counted :])
+        self._counted = len(history)
+        return self._bytes
+
+
 class Repl:
     def __init__(
         self,
@@ -104,6 +150,7 @@ class Repl:
         self.out = renderer.out
         self.err = renderer.err
         self.model_name = model_name
+        self._history_size = RunningHistorySize()
         self.session: PromptSession[str] = PromptSession(
             history=_history(conversation.setup.workspace),
             key_bindings=key_bindings(),
@@ -173,32 +220,41 @@ class Repl:
             self.err.print(Text.assemble(("error: ", "bold red"), str(error)))
 
     def toolbar(self) -> FormattedText:
+        """One line that fits the terminal: parts that matter least go first when it is
+        narrow. Called on every redraw (each key press), so it only reads kept figures."""
         agent = self.conversation.agent
-        request_bytes = self._request_bytes()
+        request_bytes = self._next_request_bytes()
         session_id = self.conversation.session_id if self.conversation.log else "unsaved"
-        parts: list[tuple[str, str]] = [
-            ("", f" ch{agent.profile.chapter} · {self.model_name} · session "),
-            ("bold", session_id),
-            ("", f" · context {format_bytes(request_bytes)}"),
-            ("", f" ≈{request_bytes // BYTES_PER_TOKEN:,} tok"),
+        parts = [
+            ToolbarPart(f"ch{agent.profile.chapter}", keep=9),
+            ToolbarPart(shorten(self.model_name, MODEL_NAME_WIDTH), keep=2),
+            ToolbarPart(session_id, "bold", keep=3),
+            ToolbarPart(
+                f"{format_bytes(request_bytes)} ≈{request_bytes // BYTES_PER_TOKEN:,} tok", keep=8
+            ),
         ]
         if agent.compaction is not None:
             share = request_bytes / agent.compaction.settings.proactive_threshold_bytes
-            parts.append((_fill_style(share), f" {share:.0%} of summary threshold"))
+            parts.append(ToolbarPart(f"{share:.0%} of summary", _fill_style(share), keep=7))
             counts = " ".join(
                 f"{layer} {stats['events']}"
                 for layer, stats in sorted(self.summary.compaction.items())
             )
             if counts:
-                parts.append(("", f" · {counts}"))
-        return FormattedText(parts)
+                parts.append(ToolbarPart(counts, keep=1))
+        return fit_toolbar(parts, self._terminal_columns())
 
-    def _request_bytes(self) -> int:
-        """Bytes of the history part of the last request (all of it before chapter 8)."""
+    def _terminal_columns(self) -> int:
+        return self.session.app.output.get_size().columns
+
+    def _next_request_bytes(self) -> int:
+        """Bytes of the history part of the next request: the whole history before chapter
+        8; in chapter 8 what compaction would send (after a resume, the restored summary
+        and what follows it), not the whole canonical history."""
         agent = self.conversation.agent
-        if agent.compaction is not None and agent.compaction.last_request_bytes:
-            return agent.compaction.last_request_bytes
-        return history_utf8_bytes(agent.runner.history)
+        if agent.compaction is not None:
+            return agent.compaction.next_request_bytes(agent.runner.history)
+        return self._history_size.of(agent.runner.history)
 
     def _greeting(self) -> Text:
         profile = self.conversation.agent.profile
@@ -227,10 +283,10 @@ class Repl:
         table.add_column()
         table.add_row(
             "canonical history",
-            f"{len(history)} messages, {format_bytes(history_utf8_bytes(history))}",
+            f"{len(history)} messages, {format_bytes(self._history_size.of(history))}",
         )
-        request_bytes = self._request_bytes()
-        table.add_row("last request", f"{format_bytes(request_bytes)} of history")
+        request_bytes = self._next_request_bytes()
+        table.add_row("next request", f"{format_bytes(request_bytes)} of history")
         if agent.compaction is not None:
             threshold = agent.compaction.settings.proactive_threshold_bytes
             share = request_bytes / threshold

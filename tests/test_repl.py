@@ -22,12 +22,19 @@ from rich.console import Console
 from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 from agent_tutorial.config import load_settings
 from agent_tutorial.conversation import Conversation, ConversationSetup
-from agent_tutorial.core.messages import assistant_message, from_wire, user_message
+from agent_tutorial.core.messages import ChatMessage, assistant_message, user_message
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.sessions import list_sessions, load_session
 from agent_tutorial.profiles import profile_for_chapter
 from agent_tutorial.render import TerminalRenderer, format_bytes
-from agent_tutorial.repl import SLASH_COMMANDS, Repl, SlashCompleter
+from agent_tutorial.repl import (
+    SLASH_COMMANDS,
+    Repl,
+    RunningHistorySize,
+    SlashCompleter,
+    ToolbarPart,
+    fit_toolbar,
+)
 from agent_tutorial.run_summary import RunSummary
 from tests.conftest import TEST_API_KEY
 from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
@@ -148,7 +155,7 @@ def test_answers_of_two_turns_stay_on_separate_lines(
     assert "beta" in lines
 
 
-def test_context_shows_canonical_and_request_sizes_and_usage(
+def test_context_shows_canonical_and_next_request_sizes_and_usage(
     make_repl: MakeRepl, loopback: LoopbackServer
 ) -> None:
     loopback.queue(text_stream("an answer", usage=(1234, 56)))
@@ -158,9 +165,8 @@ def test_context_shows_canonical_and_request_sizes_and_usage(
 
     shown = harness.stdout.getvalue()
     canonical = history_utf8_bytes([user_message("a question"), assistant_message("an answer")])
-    requested = history_utf8_bytes([from_wire(m) for m in without_system(loopback.requests[0])])
     assert re.search(rf"canonical history\s+2 messages, {format_bytes(canonical)}", shown)
-    assert re.search(rf"last request\s+{format_bytes(requested)} of history", shown)
+    assert re.search(rf"next request\s+{format_bytes(canonical)} of history", shown)
     assert re.search(r"summary threshold\s+48\.8 KB \(0% used\)", shown)
     assert re.search(r"compaction\s+nothing compacted yet", shown)
     assert re.search(r"artifacts\s+0 file\(s\), 0 B", shown)
@@ -311,9 +317,10 @@ def test_toolbar_at_chapter_8_shows_chapter_session_and_percentage(make_repl: Ma
 
     text = toolbar_text(harness.repl)
 
-    assert text.startswith(" ch8 · loopback-model · session ")
-    assert harness.conversation.session_id in text
-    assert re.search(r"\b\d+% of summary threshold", text)
+    assert (
+        text
+        == f" ch8 · loopback-model · {harness.conversation.session_id} · 0 B ≈0 tok · 0% of summary"
+    )
 
 
 def test_toolbar_before_chapter_8_has_no_threshold(make_repl: MakeRepl) -> None:
@@ -463,3 +470,68 @@ def test_unknown_command_is_echoed_as_typed_not_as_markup(make_repl: MakeRepl) -
     harness.drive("/[red]oops[/]")
 
     assert "unknown command /[red]oops[/]; try /help" in harness.err_text()
+
+
+def test_after_a_resume_context_and_toolbar_show_the_summarised_request(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(
+        text_stream("earlier answer " * 200),
+        text_stream(json.dumps(SUMMARY)),
+        text_stream("ok"),
+    )
+    harness = make_repl(chapter=8)
+    summarised_id = harness.conversation.session_id
+    harness.drive("earlier question", "/compact", "/clear", f"/resume {summarised_id}")
+    history = harness.conversation.agent.runner.history
+    toolbar = toolbar_text(harness.repl)
+
+    harness.drive("/context", "next")
+
+    compaction = harness.conversation.agent.compaction
+    assert compaction is not None
+    sent = format_bytes(compaction.last_request_bytes - history_utf8_bytes([user_message("next")]))
+    assert f" {sent} ≈" in toolbar
+    assert re.search(rf"next request\s+{sent} of history", harness.stdout.getvalue())
+    assert format_bytes(history_utf8_bytes(history)) != sent  # not the whole history
+
+
+def test_toolbar_fits_80_columns_with_a_long_model_name_and_every_layer(
+    make_repl: MakeRepl,
+) -> None:
+    harness = make_repl(chapter=8)
+    harness.repl.model_name = "Qwen/Qwen2.5-Coder-32B-Instruct-AWQ-long-name"
+    for layer in ("micro", "persist", "reactive", "snip", "summary"):
+        harness.repl.summary.compaction[layer] = {"events": 12, "count": 40, "bytes_saved": 9_000}
+
+    text = toolbar_text(harness.repl)
+
+    session_id = harness.conversation.session_id
+    assert text == f" ch8 · Qwen/Qwen2.5-Coder-32B-… · {session_id} · 0 B ≈0 tok · 0% of summary"
+
+
+def test_a_narrow_toolbar_keeps_the_chapter_and_the_context_size() -> None:
+    parts = [
+        ToolbarPart("ch8", keep=9),
+        ToolbarPart("some-model", keep=2),
+        ToolbarPart("1a2b3c4d", keep=3),
+        ToolbarPart("12.3 KB ≈3,150 tok", keep=8),
+        ToolbarPart("25% of summary", keep=7),
+        ToolbarPart("micro 3 snip 1", keep=1),
+    ]
+
+    text = "".join(fragment[1] for fragment in fit_toolbar(parts, 40))
+
+    assert text == " ch8 · 12.3 KB ≈3,150 tok"
+
+
+def test_running_history_size_matches_the_whole_history_as_it_grows_and_is_replaced() -> None:
+    size = RunningHistorySize()
+    history: list[ChatMessage] = [user_message("one")]
+    assert size.of(history) == history_utf8_bytes(history)
+    history += [assistant_message("two " * 50), user_message("three")]
+    assert size.of(history) == history_utf8_bytes(history)
+
+    replaced = [user_message("another session")]
+
+    assert size.of(replaced) == history_utf8_bytes(replaced)

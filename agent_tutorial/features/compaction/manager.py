@@ -118,6 +118,7 @@ class CompactionManager:
         self._layers = CheapLayers(self._index, self._policy)
         self._summary: _SummaryState | None = None
         self._prepared: _Prepared | None = None
+        self._preview: tuple[CanonicalIndex, int, _SummaryState | None, int] | None = None
         self.last_request_bytes = 0
         """Bytes of the last request history `prepare` returned."""
 
@@ -168,6 +169,20 @@ class CompactionManager:
         return outcome.history
 
     # --- for the front end ---------------------------------------------------------------
+
+    def next_request_bytes(self, history: History) -> int:
+        """Bytes of the request history `prepare` would build from `history` now, short of
+        a new summary (after a resume: the restored summary plus what follows it). For
+        `/context` and the toolbar: it reports nothing, writes nothing, and is remembered
+        until the history grows or the summary changes, so a redraw costs nothing."""
+        self._sync(history)
+        index, summary = self._index, self._summary
+        preview = self._preview
+        if preview is not None and preview[:3] == (index, len(index.messages), summary):
+            return preview[3]
+        size = self._layers.build(self._lead()).utf8_bytes
+        self._preview = (index, len(index.messages), summary, size)
+        return size
 
     def for_subagent(self) -> FullContext:
         """A subagent's policy: its large results are persisted here too, so a child cannot
