@@ -175,8 +175,13 @@ class Repl:
         }
 
     def loop(self) -> None:
-        """Read and handle prompts until /exit, Ctrl-D or Ctrl-C twice at an empty prompt."""
+        """Read and handle prompts until /exit, Ctrl-D or Ctrl-C twice at an empty prompt,
+        then say how to come back to this session."""
         self.err.print(self._greeting(), highlight=False)
+        self._read_prompts()
+        self.err.print(self._farewell())
+
+    def _read_prompts(self) -> None:
         interrupted_once = False
         while True:
             try:
@@ -255,6 +260,14 @@ class Repl:
         if agent.compaction is not None:
             return agent.compaction.next_request_bytes(agent.runner.history)
         return self._history_size.of(agent.runner.history)
+
+    def _farewell(self) -> Text:
+        conversation = self.conversation
+        if conversation.log is None or not conversation.agent.runner.history:
+            return Text("nothing saved in this session", style="dim")
+        chapter = conversation.agent.profile.chapter
+        command = f"agent-tutorial run -c {chapter} --resume {conversation.session_id}"
+        return Text.assemble(("resume with: ", "dim"), (command, "bold"))
 
     def _greeting(self) -> Text:
         profile = self.conversation.agent.profile

@@ -535,3 +535,35 @@ def test_running_history_size_matches_the_whole_history_as_it_grows_and_is_repla
     replaced = [user_message("another session")]
 
     assert size.of(replaced) == history_utf8_bytes(replaced)
+
+
+def test_exit_prints_the_command_that_resumes_this_session(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl(chapter=5)
+
+    harness.drive("hello")
+
+    session_id = harness.conversation.session_id
+    last_line = harness.err_text().splitlines()[-1]
+    assert last_line == f"resume with: agent-tutorial run -c 5 --resume {session_id}"
+
+
+def test_ctrl_d_prints_the_command_that_resumes_this_session(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl()
+
+    harness.drive("hello", then=CTRL_D)
+
+    assert f"--resume {harness.conversation.session_id}" in harness.err_text().splitlines()[-1]
+
+
+def test_leaving_before_any_turn_says_nothing_was_saved(make_repl: MakeRepl) -> None:
+    harness = make_repl()
+
+    harness.drive()
+
+    assert harness.err_text().splitlines()[-1] == "nothing saved in this session"
