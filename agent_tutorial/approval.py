@@ -30,7 +30,10 @@ _ANSWERS: dict[str, ApprovalAnswer] = {
 
 
 class TerminalApprover:
-    """An `Approver` that asks on the terminal; EOF, Ctrl-C, Enter or no clear answer = no.
+    """An `Approver` that asks on the terminal; EOF, Enter or no clear answer = no.
+
+    Ctrl-C is not an answer: it propagates and cancels the whole turn, as it does anywhere
+    else in a turn (the loop answers the pending calls as interrupted).
 
     `read_line(prompt)` reads one answer; it defaults to `console.input` and is the seam
     the REPL (prompt-toolkit) and tests plug into.
@@ -45,9 +48,12 @@ class TerminalApprover:
         for _ in range(MAX_ATTEMPTS):
             try:
                 line = self.read_line(PROMPT)
-            except (EOFError, KeyboardInterrupt):
+            except EOFError:
                 self.console.print("no")
                 return "no"
+            except KeyboardInterrupt:
+                self.console.print("cancelled")
+                raise
             text = line.strip().lower()
             if not text:
                 return "no"
