@@ -15,7 +15,7 @@ from agent_tutorial.config import Settings
 from agent_tutorial.core.events import EventBus, Notice, PermissionDecided, UsageReported
 from agent_tutorial.core.hooks import HookError, HookGuard, HookInput, HookRegistry
 from agent_tutorial.core.loop import AgentRunner, CallGuard, RequestGuidance, TurnGuard
-from agent_tutorial.core.messages import ChatMessage
+from agent_tutorial.core.messages import ChatMessage, system_message
 from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest
 from agent_tutorial.core.permissions import (
     ApprovalAnswer,
@@ -32,6 +32,12 @@ from agent_tutorial.features.compaction import (
     ContinueAfterSummary,
     HistorySummarizer,
     ModelHistorySummarizer,
+)
+from agent_tutorial.features.compaction.budget import HistoryBudget, WindowSize
+from agent_tutorial.features.context_window import (
+    ContextMeter,
+    MeteredModel,
+    request_utf8_bytes,
 )
 from agent_tutorial.features.skills import SkillRegistry, load_skill_tool
 from agent_tutorial.features.subagents import (
@@ -77,6 +83,8 @@ class Agent:
     profile: ChapterProfile
     events: EventBus
     workspace: Path
+    context_meter: ContextMeter = field(default_factory=lambda: ContextMeter(None))
+    """The model's window, when known, and the bytes-per-token calibration (chapter 8)."""
     compaction: CompactionManager | None = None
     todos: TodoTracker | None = None
     skills: SkillRegistry | None = None
@@ -101,6 +109,7 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         profile=profile,
         events=events,
         workspace=workspace,
+        context_meter=ContextMeter(_window(deps.settings)),
     )
     _add_core_tools(profile, tools, workspace, deps.settings)
     hooks = (
@@ -119,16 +128,22 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     if Capability.SKILLS in profile:
         agent.skills = _discover_skills(workspace, events)
         tools.register(load_skill_tool(agent.skills))
+    model = deps.model
     if Capability.COMPACTION in profile:
-        summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(deps.model, events))
+        model = MeteredModel(deps.model, agent.context_meter)
+        summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(model, events))
         if hooks is not None:
             summarizer = CompactionHooks(summarizer, hooks, workspace, events)
         agent.compaction = CompactionManager(
-            workspace, summarizer, deps.settings.compaction, on_event=events.emit
+            workspace,
+            summarizer,
+            deps.settings.compaction,
+            on_event=events.emit,
+            budget=_history_budget(agent, tools),
         )
         guidance.append(ContinueAfterSummary())
     agent.runner = AgentRunner(
-        deps.model,
+        model,
         tools,
         system_prompt=_system_prompt(agent),
         max_turns=deps.max_turns or deps.settings.max_turns,
@@ -140,6 +155,25 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         history=deps.history,
     )
     return agent
+
+
+REMINDER_ALLOWANCE_BYTES = 2_000
+"""Room kept in the window for request-only reminders (the plan, the continue turn)."""
+
+
+def _window(settings: Settings) -> WindowSize | None:
+    """The window from the settings (flag, environment, config or the server's answer)."""
+    tokens = settings.context_window_tokens or settings.compaction.context_window_tokens
+    return None if tokens is None else WindowSize.of(tokens)
+
+
+def _history_budget(agent: Agent, tools: ToolRegistry) -> HistoryBudget:
+    """The window less what every request carries besides the history: the system prompt,
+    the tool schemas and room for reminders."""
+    prompt = [system_message(_system_prompt(agent))]
+    reserved = request_utf8_bytes(prompt, tools.specs()) + REMINDER_ALLOWANCE_BYTES
+    meter = agent.context_meter
+    return HistoryBudget(meter.window, reserved, meter.calibration)
 
 
 def _system_prompt(agent: Agent, *, subagent: bool = False) -> str:

@@ -9,7 +9,7 @@ import stat
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from agent_tutorial.core.events import Event, EventSink
     from agent_tutorial.core.loop import RunResult
     from agent_tutorial.core.model import ModelClient
+    from agent_tutorial.features.compaction import CompactionStrategy
     from agent_tutorial.headless import ResultSubtype, RunOutcome, StreamJsonSink
     from agent_tutorial.render import TerminalRenderer
 
@@ -71,6 +72,11 @@ class PermissionModeOption(StrEnum):
     ask = "ask"
     accept_edits = "accept-edits"
     auto = "auto"
+
+
+class CompactionOption(StrEnum):
+    seed = "seed"
+    cache_aware = "cache-aware"
 
 
 ChapterOption = Annotated[
@@ -127,6 +133,9 @@ def run(
         bool, typer.Option("--continue", help="Resume the most recent session.")
     ] = False,
     resume: Annotated[str | None, typer.Option(help="Resume the session with this id.")] = None,
+    compaction: Annotated[
+        CompactionOption | None, typer.Option(help="Chapter 8's strategy: seed or cache-aware.")
+    ] = None,
     context_window: Annotated[
         int | None,
         typer.Option(
@@ -156,6 +165,7 @@ def run(
         verbose=verbose,
         resume_latest=continue_,
         resume_id=resume,
+        compaction=None if compaction is None else compaction.value,
     )
     out, err = make_consoles(no_color=no_color)
     report = RunReport(options, started=time.monotonic())
@@ -178,6 +188,7 @@ class RunOptions:
     verbose: bool
     resume_latest: bool
     resume_id: str | None
+    compaction: CompactionStrategy | None = None
 
 
 class RunReport:
@@ -243,6 +254,9 @@ def _run(options: RunOptions, report: RunReport, out: Console, err: Console) -> 
 
     workspace = Path.cwd().resolve()
     settings = _with_probed_window(_settings_or_exit(workspace, options.flags), options.chapter)
+    if options.compaction is not None:
+        strategy = replace(settings.compaction, strategy=options.compaction)
+        settings = settings.model_copy(update={"compaction": strategy})
     interactive = options.prompt is None and _stdin_is_terminal()
     text = "" if interactive else _prompt_or_exit(options.prompt, settings.max_stdin_bytes)
     text_output = options.output_format is OutputFormat.text

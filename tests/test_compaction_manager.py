@@ -73,9 +73,9 @@ def test_invalid_settings_are_a_value_error(workspace: Path, settings: dict[str,
         make_manager(workspace, **settings)
 
 
-def test_the_cache_aware_strategy_is_refused_until_it_exists(workspace: Path) -> None:
-    with pytest.raises(ValueError, match="'cache-aware' compaction strategy is not available yet"):
-        CompactionManager(workspace, FakeSummarizer(), strategy="cache-aware")
+def test_an_unknown_strategy_is_refused(workspace: Path) -> None:
+    with pytest.raises(ValueError, match="compaction strategy must be one of"):
+        CompactionManager(workspace, FakeSummarizer(), strategy="fastest")  # type: ignore[arg-type]
 
 
 def test_strategy_and_window_keywords_override_the_settings(workspace: Path) -> None:

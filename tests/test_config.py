@@ -162,7 +162,7 @@ def test_a_compaction_table_builds_the_compaction_settings(workspace: Path) -> N
         ("bogus = 1", r"compaction\.bogus"),
         ("snip_max_groups = 2", "snip max_groups must be at least 3"),
         ('strategy = "fastest"', "compaction.strategy"),
-        ('strategy = "cache-aware"', "'cache-aware' compaction strategy is not available yet"),
+        ('strategy = "fastest"', "Input should be 'seed' or 'cache-aware'"),
     ],
 )
 def test_an_invalid_compaction_table_is_a_readable_config_error(

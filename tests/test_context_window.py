@@ -14,12 +14,12 @@ from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 from agent_tutorial.config import load_settings
 from agent_tutorial.core.messages import user_message
 from agent_tutorial.core.model import Usage, make_request
-from agent_tutorial.features.context_window import (
+from agent_tutorial.features.compaction.budget import (
     INITIAL_BYTES_PER_TOKEN,
     TokenCalibration,
     WindowSize,
-    describe_prompt,
 )
+from agent_tutorial.features.context_window import describe_prompt
 from tests.conftest import TEST_API_KEY, CliRun
 from tests.loopback import LoopbackServer, Reply, text_stream
 

@@ -9,69 +9,13 @@ the latest prompt against it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import orjson
 
 from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest, ToolSpec, Usage
 from agent_tutorial.features.compaction import history_utf8_bytes
-
-INITIAL_BYTES_PER_TOKEN = 3.5
-"""A conservative start: English prose runs near 4 bytes a token, JSON-escaped code lower."""
-CALIBRATION_WEIGHT = 0.3
-"""How much one observation moves the moving average."""
-_PLAUSIBLE_BYTES_PER_TOKEN = (1.0, 8.0)  # outside this a count is not about this request
-DEFAULT_OUTPUT_CAP_TOKENS = 8_192
-"""The reply's reserve when no output cap is configured."""
-
-
-class TokenCalibration:
-    """Bytes per token as a moving average of (bytes sent / prompt tokens reported)."""
-
-    def __init__(self, bytes_per_token: float = INITIAL_BYTES_PER_TOKEN) -> None:
-        self.bytes_per_token = bytes_per_token
-        self.observations = 0
-
-    def observe(self, request_bytes: int, prompt_tokens: int) -> None:
-        if request_bytes <= 0 or prompt_tokens <= 0:
-            return
-        ratio = request_bytes / prompt_tokens
-        low, high = _PLAUSIBLE_BYTES_PER_TOKEN
-        if not low <= ratio <= high:
-            return
-        weight = CALIBRATION_WEIGHT
-        self.bytes_per_token = (1 - weight) * self.bytes_per_token + weight * ratio
-        self.observations += 1
-
-    def tokens_for(self, utf8_bytes: int) -> int:
-        return round(utf8_bytes / self.bytes_per_token)
-
-    def bytes_for(self, tokens: int) -> int:
-        return int(tokens * self.bytes_per_token)
-
-
-@dataclass(frozen=True, slots=True)
-class WindowSize:
-    """A known context window and the part of it kept for the reply."""
-
-    tokens: int
-    output_cap_tokens: int
-
-    @classmethod
-    def of(cls, tokens: int, output_cap_tokens: int | None = None) -> WindowSize:
-        """The reply's reserve is its cap, at most a quarter of the window: a server such
-        as vLLM refuses prompt + max_tokens over the window, with an error that reads like
-        an overflow."""
-        if tokens <= 0:
-            raise ValueError(f"the context window must be positive, got {tokens}")
-        cap = DEFAULT_OUTPUT_CAP_TOKENS if output_cap_tokens is None else output_cap_tokens
-        return cls(tokens, max(1, min(cap, tokens // 4)))
-
-    @property
-    def prompt_tokens(self) -> int:
-        """The most a prompt may hold."""
-        return self.tokens - self.output_cap_tokens
+from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSize
 
 
 class ContextMeter:

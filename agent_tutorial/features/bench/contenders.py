@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from agent_tutorial.core.loop import ContextOverflowError
 from agent_tutorial.core.messages import ChatMessage, History
@@ -14,8 +14,18 @@ from agent_tutorial.features.bench.peers import (
     RawHistory,
     SweAgentLastN,
 )
-from agent_tutorial.features.bench.replay import BenchSetup, Contender, ReplayStrategy
-from agent_tutorial.features.compaction import CompactionManager, ContinueAfterSummary
+from agent_tutorial.features.bench.replay import (
+    FIXED_PREFIX_BYTES,
+    BenchSetup,
+    Contender,
+    ReplayStrategy,
+)
+from agent_tutorial.features.compaction import (
+    CompactionManager,
+    CompactionStrategy,
+    ContinueAfterSummary,
+)
+from agent_tutorial.features.compaction.budget import HistoryBudget, TokenCalibration, WindowSize
 
 
 class ChapterEight:
@@ -46,12 +56,25 @@ class ChapterEight:
         return (*request, *extra) if extra else request
 
 
-def _seed(setup: BenchSetup) -> ReplayStrategy:
-    return ChapterEight(CompactionManager(setup.workspace, setup.summarizer))
+def _chapter_eight(strategy: CompactionStrategy) -> Callable[[BenchSetup], ReplayStrategy]:
+    def build(setup: BenchSetup) -> ReplayStrategy:
+        window = setup.context_window_tokens
+        budget = HistoryBudget(
+            None if window is None else WindowSize.of(window, setup.output_cap_tokens),
+            FIXED_PREFIX_BYTES,
+            TokenCalibration(),
+        )
+        manager = CompactionManager(
+            setup.workspace, setup.summarizer, strategy=strategy, budget=budget
+        )
+        return ChapterEight(manager)
+
+    return build
 
 
 CONTENDERS: tuple[Contender, ...] = (
-    Contender("seed", _seed),
+    Contender("seed", _chapter_eight("seed")),
+    Contender("cache-aware", _chapter_eight("cache-aware")),
     Contender("raw", lambda setup: RawHistory()),
     Contender("learn-claude-code s06", lambda setup: LearnClaudeCodeS06(setup.summarizer)),
     Contender("SWE-agent n=5 poll 1", lambda setup: SweAgentLastN(5, 1)),

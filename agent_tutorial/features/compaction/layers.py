@@ -8,6 +8,7 @@ strategy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,6 +19,7 @@ from agent_tutorial.core.messages import (
     ToolMessage,
     tool_message,
 )
+from agent_tutorial.features.compaction.cache_aware import CacheAwareLayers
 from agent_tutorial.features.compaction.index import CanonicalIndex, snip_marker
 from agent_tutorial.features.compaction.settings import (
     CompactionSettings,
@@ -38,8 +40,18 @@ class LayerPolicy(Protocol):
         replaces with one marker, or None to keep them all."""
         ...
 
-    def groups_to_clear(self, tool_group_count: int) -> int:
-        """How many of the oldest tool groups left after snip micro clears."""
+    def groups_to_clear(self, tool_groups: Sequence[int]) -> int:
+        """How many of the oldest tool groups left after snip (their canonical group
+        numbers, oldest first) micro clears."""
+        ...
+
+    def clear_more(self, request_bytes: int, candidates: Sequence[tuple[int, int]]) -> bool:
+        """Given the request's size and the tool groups micro could still clear (group,
+        bytes saved), whether to clear more now; True if the policy moved its cut."""
+        ...
+
+    def reset(self) -> None:
+        """The request's base changed (a new summary in front): forget any cut positions."""
         ...
 
 
@@ -66,17 +78,23 @@ class SeedLayers:
         head = self.snip_keep_head_groups
         return head, group_count - (self.snip_max_groups - head - 1)
 
-    def groups_to_clear(self, tool_group_count: int) -> int:
+    def groups_to_clear(self, tool_groups: Sequence[int]) -> int:
         if self.keep_recent_tool_groups is None:
             return 0
-        return max(0, tool_group_count - self.keep_recent_tool_groups)
+        return max(0, len(tool_groups) - self.keep_recent_tool_groups)
+
+    def clear_more(self, request_bytes: int, candidates: Sequence[tuple[int, int]]) -> bool:
+        return False  # the seed clears by count alone, on every request
+
+    def reset(self) -> None:
+        return None
 
 
 def layer_policy(settings: CompactionSettings) -> LayerPolicy:
     """The policy of the settings' strategy."""
-    if settings.strategy == "seed":
-        return SeedLayers.from_settings(settings)
-    raise ValueError(f"the {settings.strategy!r} compaction strategy is not available yet")
+    if settings.strategy == "cache-aware":
+        return CacheAwareLayers(settings)
+    return SeedLayers.from_settings(settings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,13 +130,31 @@ class CheapLayers:
         self._index = index
         self._policy = policy
         self._cleared: dict[int, tuple[ChatMessage, int]] = {}  # message -> (result, saved)
+        self._lead: Lead | None = None
 
     def build(self, lead: Lead | None) -> LayeredRequest:
+        if lead != self._lead:  # a new summary in front: positions mean other groups now
+            self._lead = lead
+            self._policy.reset()
         base = _Base(lead, self._index.group_count)
         snipped = self._snip(base)
         index = self._index
         tool_units = [unit for unit in snipped.units if unit >= 0 and index.is_tool_group(unit)]
-        cleared = set(tool_units[: self._policy.groups_to_clear(len(tool_units))])
+        cleared_count = self._policy.groups_to_clear(tool_units)
+        request = self._assemble(lead, snipped, set(tool_units[:cleared_count]))
+        candidates = [(unit, self._clearing_saves(unit)) for unit in tool_units[cleared_count:]]
+        if self._policy.clear_more(request.utf8_bytes, candidates):
+            cleared_count = self._policy.groups_to_clear(tool_units)
+            request = self._assemble(lead, snipped, set(tool_units[:cleared_count]))
+        return request
+
+    def _clearing_saves(self, unit: int) -> int:
+        index = self._index
+        start, end = index.group_start(unit), index.group_start(unit + 1)
+        return sum(self._cleared_result(position)[1] for position in range(start + 1, end))
+
+    def _assemble(self, lead: Lead | None, snipped: _Snipped, cleared: set[int]) -> LayeredRequest:
+        index = self._index
         messages: list[ChatMessage] = []
         total = cleared_count = micro_saved = 0
         for unit in snipped.units:

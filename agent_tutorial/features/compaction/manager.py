@@ -19,6 +19,7 @@ from agent_tutorial.core.messages import (
     History,
     SystemMessage,
     UserMessage,
+    iter_message_groups,
     system_message,
     user_message,
     validate_tool_pairing,
@@ -26,6 +27,8 @@ from agent_tutorial.core.messages import (
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.compaction import wording
 from agent_tutorial.features.compaction.breaker import SummaryBreaker
+from agent_tutorial.features.compaction.budget import HistoryBudget
+from agent_tutorial.features.compaction.cache_aware import CacheAwareLayers, CacheMarks
 from agent_tutorial.features.compaction.errors import CompactionError
 from agent_tutorial.features.compaction.extractive import ExtractiveSummarizer
 from agent_tutorial.features.compaction.index import CanonicalIndex
@@ -33,6 +36,7 @@ from agent_tutorial.features.compaction.layers import (
     CheapLayers,
     LayeredRequest,
     Lead,
+    SeedLayers,
     layer_policy,
 )
 from agent_tutorial.features.compaction.persist import ResultPersister
@@ -45,6 +49,7 @@ from agent_tutorial.features.compaction.store import (
 )
 from agent_tutorial.features.compaction.summary import (
     FOCUS_PREFIX,
+    SUMMARY_FRAMING_BYTES,
     CompactionSummary,
     HistorySummarizer,
     is_compacted_summary,
@@ -100,12 +105,14 @@ class CompactionManager:
         context_window_tokens: int | None = None,
         id_generator: Callable[[], str] | None = None,
         on_event: CompactionEventSink | None = None,
+        budget: HistoryBudget | None = None,
     ) -> None:
         if strategy is not None:
             settings = replace(settings, strategy=strategy)
         if context_window_tokens is not None:
             settings = replace(settings, context_window_tokens=context_window_tokens)
         self.settings = settings
+        self._budget = budget or HistoryBudget.for_window(settings.context_window_tokens)
         self._policy = layer_policy(settings)
         self._store = ArtifactStore(Path(workspace), id_generator)
         self._persister = ResultPersister(self._store, settings)
@@ -136,8 +143,13 @@ class CompactionManager:
 
     def process_tool_results(self, results: Sequence[ToolResult]) -> list[ToolResult]:
         """Layer 1: persist every result over the threshold, then the largest until the
-        batch fits its budget; all files of the batch are written, or none."""
-        batch = self._persister.persist(results)
+        batch fits its budget; all files of the batch are written, or none. With a window
+        known, the threshold, the batch budget and the previews shrink to fit it."""
+        budget = self._budget.history_bytes()
+        persister = self._persister
+        if budget is not None:
+            persister = ResultPersister(self._store, _layer_one_for(self.settings, budget))
+        batch = persister.persist(results)
         if batch.artifacts:
             self._emit(wording.persisted(batch))
         return list(batch.results)
@@ -146,9 +158,14 @@ class CompactionManager:
         changed = self._sync(history)
         if not changed and self._prepared is not None and self._prepared.summary is self._summary:
             return self._prepared.request.messages
-        request = self._layers.build(self._lead())
-        if request.utf8_bytes > self.settings.proactive_threshold_bytes:
-            request = self._summarize_automatically(history, request)
+        budget = self._budget.history_bytes()
+        if isinstance(self._policy, CacheAwareLayers):
+            self._policy.marks = CacheMarks.for_budget(self.settings, budget)
+        request = self._fitted(self._layers.build(self._lead()), budget)
+        if request.utf8_bytes > self._summary_threshold(budget):
+            request = self._fitted(self._summarize_automatically(history, request), budget)
+        if budget is not None and request.utf8_bytes > budget:
+            self._check_latest_fits(budget)
         for event in self._report.events(request):
             self._emit(event)
         validate_tool_pairing(request.messages)
@@ -218,6 +235,41 @@ class CompactionManager:
         self._reset_index()  # the next history is the one this summary belongs to
 
     # --- steps -------------------------------------------------------------------------
+
+    def _summary_threshold(self, budget: int | None) -> int:
+        """Seed: 50,000 B, or the window's budget when that is smaller. Cache-aware: three
+        quarters of the budget, or its own threshold without a window."""
+        if self.settings.strategy == "cache-aware":
+            if budget is None:
+                return self.settings.cache_summary_threshold_bytes
+            return budget * 3 // 4
+        threshold = self.settings.proactive_threshold_bytes
+        return threshold if budget is None else min(threshold, budget)
+
+    def _fitted(self, request: LayeredRequest, budget: int | None) -> LayeredRequest:
+        """With a window known, a request over it keeps fewer recent tool groups verbatim,
+        down to none, until it fits."""
+        if budget is None or request.utf8_bytes <= budget:
+            return request
+        keep = self.settings.keep_recent_tool_groups
+        if isinstance(self._policy, CacheAwareLayers):
+            keep = self._policy.keep_recent
+        snip = self.settings.snip_max_groups, self.settings.snip_keep_head_groups
+        for fewer in range(min(keep, 3) - 1, -1, -1):
+            narrowed = CheapLayers(self._index, SeedLayers(*snip, keep_recent_tool_groups=fewer))
+            request = narrowed.build(self._lead())
+            if request.utf8_bytes <= budget:
+                break
+        return request
+
+    def _check_latest_fits(self, budget: int) -> None:
+        """The run cannot go on when the latest message group alone is over the window."""
+        latest = self._index.group_count - 1
+        size = self._index.group_bytes(latest, latest + 1) if latest >= 0 else 0
+        lead = self._lead()
+        size += 0 if lead is None else lead.utf8_bytes
+        if size > budget:
+            raise ContextOverflowError(_too_large(size, self._budget))
 
     def _reset_index(self) -> None:
         self._index = CanonicalIndex()
@@ -302,20 +354,44 @@ class CompactionManager:
         return self._fallback.summarize(request)
 
     def _compact_reactively(self, history: History) -> CompactionOutcome:
+        """Summary of the cheap-layer history, then as many of the last
+        `reactive_tail_groups` groups as fit the window. A history that would not be
+        smaller than the refused request, or that cannot fit at all, is never sent."""
         self._sync(history)
         cheap = self._layers.build(self._lead())
         already_covered = self._covered_by_lead()
+        budget = self._budget.history_bytes()
         transcript = self._write_transcript(history)
-        summary = self._summarize_for_recovery(cheap.messages)
-        # The tail is kept from the groups after the current summary: messages it already
-        # stands for must not come back in full, or the retry grows instead of shrinking.
-        tail_start = self._index.start_of_last_groups(self.settings.reactive_tail_groups)
-        covered = max(tail_start, already_covered)
+        summary = self._summarize_for_recovery(_fitting(cheap.messages, budget))
+        message = summary_message(summary, transcript.relative_path)
+        covered = self._fitting_tail(message_utf8_bytes(message), already_covered, budget)
+        size = message_utf8_bytes(message) + self._index.bytes_from(covered)
+        if budget is not None and size > budget:
+            raise CompactionError(_too_large(size, self._budget))
+        refused = self.last_request_bytes
+        # Judged with a window known: without one, a provider that calls a small request
+        # too long is answered with the seed's recovery, as before.
+        if budget is not None and refused and size >= refused:
+            raise CompactionError(
+                f"compacting would not make the request smaller ({refused:,} B → {size:,} B)"
+            )
         state = self._set_summary(summary, transcript, covered_messages=covered)
         recovered = (state.message, *history[covered:])
         validate_tool_pairing(recovered)
         self._emit_summary(state, transcript, "overflow", cheap.utf8_bytes)
+        self.last_request_bytes = size
         return CompactionOutcome(recovered, transcript, summary)
+
+    def _fitting_tail(self, summary_bytes: int, already_covered: int, budget: int | None) -> int:
+        """Where the kept tail starts: the last `reactive_tail_groups` groups, fewer while
+        they do not fit the budget (at least the latest one). The tail is kept from the
+        groups after the current summary: messages it already stands for must not come
+        back in full, or the retry grows instead of shrinking."""
+        for count in range(self.settings.reactive_tail_groups, 0, -1):
+            covered = max(self._index.start_of_last_groups(count), already_covered)
+            if budget is None or summary_bytes + self._index.bytes_from(covered) <= budget:
+                return covered
+        return max(self._index.start_of_last_groups(1), already_covered)
 
     def _write_transcript(self, history: History) -> ArtifactReference:
         name = transcript_file_name(self._store.new_id())
@@ -350,6 +426,46 @@ class CompactionManager:
     def _emit(self, event: CompactionApplied | Notice) -> None:
         if self._on_event is not None:
             self._on_event(event)
+
+
+def _too_large(size: int, budget: HistoryBudget) -> str:
+    window = budget.window
+    limit = f"{window.prompt_tokens:,} tokens for the prompt" if window else "the window"
+    tokens = budget.calibration.tokens_for(size)
+    return (
+        f"the latest message alone ({size:,} B, about {tokens:,} tokens) does not fit the "
+        f"model's context window ({limit}); start a fresh session or use a larger window"
+    )
+
+
+def _fitting(messages: tuple[ChatMessage, ...], budget: int | None) -> tuple[ChatMessage, ...]:
+    """`messages` for a summary request that fits the budget: the oldest groups go first
+    (the summary request carries its own prompt and instruction on top)."""
+    if budget is None:
+        return messages
+    room = budget - SUMMARY_FRAMING_BYTES
+    groups = list(iter_message_groups(messages))
+    sizes = [sum(message_utf8_bytes(m) for m in group) for group in groups]
+    total = sum(sizes)
+    start = 0
+    while total > room and start < len(groups) - 1:
+        total -= sizes[start]
+        start += 1
+    return tuple(message for group in groups[start:] for message in group)
+
+
+def _layer_one_for(settings: CompactionSettings, budget: int) -> CompactionSettings:
+    """Layer 1's numbers for a window: a result over a quarter of the budget goes to a file,
+    a batch adds at most half of it inline, and previews are at most a quarter of a result."""
+    threshold = max(1, min(settings.persist_threshold_bytes, budget // 4))
+    preview = max(1, threshold // 4)
+    return replace(
+        settings,
+        persist_threshold_bytes=threshold,
+        batch_budget_bytes=max(1, min(settings.batch_budget_bytes, budget // 2)),
+        preview_head_bytes=min(settings.preview_head_bytes, preview),
+        preview_tail_bytes=min(settings.preview_tail_bytes, preview),
+    )
 
 
 class _PersistOnly(FullContext):

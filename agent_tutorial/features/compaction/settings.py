@@ -10,7 +10,7 @@ from typing import Literal
 
 CompactionStrategy = Literal["seed", "cache-aware"]
 STRATEGIES: tuple[CompactionStrategy, ...] = ("seed", "cache-aware")
-AVAILABLE_STRATEGIES: tuple[CompactionStrategy, ...] = ("seed",)
+AVAILABLE_STRATEGIES: tuple[CompactionStrategy, ...] = ("seed", "cache-aware")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,30 @@ class CompactionSettings:
     """The model's context window in tokens, when known; None leaves the byte thresholds
     above as they are."""
 
+    cache_keep_recent_tool_groups: int = 5
+    """Cache-aware: the most recent tool groups micro never clears."""
+
+    cache_high_mark_bytes: int = 100_000
+    """Cache-aware: micro clears only once the request passes this (at most half the
+    window's budget)..."""
+
+    cache_low_mark_bytes: int = 30_000
+    """...and then clears oldest-first, in one step, down to this (at most a fifth of the
+    window's budget)."""
+
+    cache_clear_at_least_bytes: int = 40_000
+    """Cache-aware: the least one micro step clears, so a step is worth the cache it breaks."""
+
+    cache_snip_max_groups: int = 120
+    """Cache-aware: beyond this many groups snip cuts, in one step..."""
+
+    cache_snip_keep_groups: int = 50
+    """...down to this many (the first `snip_keep_head_groups` among them)."""
+
+    cache_summary_threshold_bytes: int = 160_000
+    """Cache-aware, no window known: a request still larger after snip and micro is
+    summarised. With a window, three quarters of its budget."""
+
     def __post_init__(self) -> None:
         for name in ("persist_threshold_bytes", "batch_budget_bytes", "proactive_threshold_bytes"):
             if getattr(self, name) <= 0:
@@ -64,10 +88,25 @@ class CompactionSettings:
         check_micro_settings(self.keep_recent_tool_groups)
         check_snip_settings(self.snip_max_groups, self.snip_keep_head_groups)
         check_strategy(self.strategy)
+        self._check_cache_aware()
         if self.context_window_tokens is not None and self.context_window_tokens <= 0:
             raise ValueError(
                 f"context_window_tokens must be positive, got {self.context_window_tokens}"
             )
+
+    def _check_cache_aware(self) -> None:
+        if self.cache_keep_recent_tool_groups < 0:
+            raise ValueError("cache_keep_recent_tool_groups must be >= 0")
+        if not 0 < self.cache_low_mark_bytes < self.cache_high_mark_bytes:
+            raise ValueError("cache marks must satisfy 0 < low < high")
+        if self.cache_clear_at_least_bytes < 0:
+            raise ValueError("cache_clear_at_least_bytes must be >= 0")
+        if not self.snip_keep_head_groups + 2 <= self.cache_snip_keep_groups:
+            raise ValueError("cache_snip_keep_groups must exceed snip_keep_head_groups + 1")
+        if self.cache_snip_keep_groups >= self.cache_snip_max_groups:
+            raise ValueError("cache_snip_keep_groups must be below cache_snip_max_groups")
+        if self.cache_summary_threshold_bytes <= 0:
+            raise ValueError("cache_summary_threshold_bytes must be positive")
 
 
 def check_snip_settings(max_groups: int, keep_head_groups: int) -> None:

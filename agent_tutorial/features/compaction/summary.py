@@ -45,6 +45,9 @@ Be specific and concise. Do not call tools."""
 FOCUS_PREFIX = "Focus the summary on: "
 """Starts the message that carries a `/compact` focus."""
 SUMMARY_INSTRUCTION = "Summarise the conversation above now: reply with the JSON object only."
+SUMMARY_FRAMING_BYTES = len(SUMMARY_SYSTEM_PROMPT.encode()) + len(SUMMARY_INSTRUCTION.encode()) + 64
+"""What a summary request carries besides the history: its prompt, its instruction and
+their JSON framing."""
 """The last message of a model summary request."""
 
 

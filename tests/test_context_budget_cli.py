@@ -1,0 +1,139 @@
+"""Chapter 8 against a server with a small context window, through the real CLI: requests
+keep within the window, and in cache-aware mode earlier request prefixes rarely change."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import CliRun
+from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
+
+RunCli = Any
+SUMMARY = {
+    "current_goal": "Read the files.",
+    "key_findings": ["files hold numbered lines"],
+    "files_read_or_changed": ["f0.txt"],
+    "remaining_work": ["read the rest"],
+    "user_constraints": [],
+}
+
+
+class WindowedModel:
+    """A scripted model behind a window: a request whose JSON body is over `window_tokens`
+    (at 4 bytes a token) gets the overflow reply vLLM sends; a summary request (no tools)
+    gets a summary; any other request the next scripted step."""
+
+    def __init__(self, window_tokens: int, reads: int) -> None:
+        self.window_tokens = window_tokens
+        self.steps = [
+            tool_stream([(f"call_{n}", "read_file", {"path": f"f{n}.txt"})]) for n in range(reads)
+        ]
+        self.steps.append(text_stream("All files read."))
+        self.overflows = 0
+        self.agent_requests: list[list[dict[str, Any]]] = []
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        tokens = len(json.dumps(body)) // 4
+        if tokens > self.window_tokens:
+            self.overflows += 1
+            message = f"This model's maximum context length is {self.window_tokens} tokens."
+            return error_reply(400, {"error": {"message": message}})
+        if "tools" not in body:
+            return text_stream(json.dumps(SUMMARY), usage=(tokens, 50))
+        self.agent_requests.append(body["messages"])
+        reply = self.steps.pop(0)
+        assert reply.sse_events is not None
+        reply.sse_events[-1]["usage"]["prompt_tokens"] = tokens
+        return reply
+
+
+def write_files(workspace: Path, count: int, lines: int) -> None:
+    for n in range(count):
+        text = "".join(f"file {n} line {i}: some text to read\n" for i in range(lines))
+        (workspace / f"f{n}.txt").write_text(text)
+
+
+def serve(loopback: LoopbackServer, model: WindowedModel, requests: int) -> None:
+    loopback.queue(*([model] * requests))
+
+
+REQUEST_ONLY_STARTS = ("<system-reminder>", "Reminder:", "[The conversation so far")
+
+
+def canonical_part(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A request without its request-only messages at the end (reminders, the continue
+    turn), which are rebuilt for every request and never part of the cached prefix."""
+    end = len(messages)
+    while end > 1 and str(messages[end - 1].get("content") or "").startswith(REQUEST_ONLY_STARTS):
+        end -= 1
+    return messages[:end]
+
+
+def prefix_changes(requests: list[list[dict[str, Any]]]) -> int:
+    """How often a request does not extend the canonical part of the one before it."""
+    changes = 0
+    for before, after in itertools.pairwise(requests):
+        kept = canonical_part(before)
+        if after[: len(kept)] != kept:
+            changes += 1
+    return changes
+
+
+def test_a_14_turn_reading_session_fits_a_small_window(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    write_files(workspace, 13, 60)
+    model = WindowedModel(window_tokens=6_000, reads=13)
+    serve(loopback, model, 80)
+
+    result: CliRun = run_cli(
+        "run", "-c", "8", "-y", "--context-window", "6000", "-p", "Read f0.txt to f12.txt"
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "All files read."
+    assert len(model.agent_requests) == 14
+    assert model.overflows <= 1
+
+
+def test_cache_aware_changes_an_earlier_prefix_at_most_3_times_in_24_turns(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    write_files(workspace, 23, 60)
+    model = WindowedModel(window_tokens=16_000, reads=23)
+    serve(loopback, model, 80)
+
+    result: CliRun = run_cli(
+        "run",
+        "-c",
+        "8",
+        "-y",
+        "--context-window",
+        "16000",
+        "--compaction",
+        "cache-aware",
+        "-p",
+        "Read f0.txt to f22.txt",
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert len(model.agent_requests) == 24
+    assert model.overflows == 0
+    changes = prefix_changes(model.agent_requests)
+    assert 1 <= changes <= 3  # the layers did cut (the window is too small for all 24)
+
+
+def test_the_seed_in_the_same_session_changes_its_prefix_far_more_often(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    write_files(workspace, 23, 60)
+    model = WindowedModel(window_tokens=16_000, reads=23)
+    serve(loopback, model, 80)
+
+    result: CliRun = run_cli("run", "-c", "8", "-y", "--context-window", "16000", "-p", "Read them")
+
+    assert result.exit_code == 0, result.stderr
+    assert prefix_changes(model.agent_requests) > 10
