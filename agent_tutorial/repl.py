@@ -23,6 +23,7 @@ from prompt_toolkit.output import Output
 from rich.table import Table
 from rich.text import Text
 
+from agent_tutorial.bootstrap import Agent
 from agent_tutorial.config import STATE_DIR
 from agent_tutorial.conversation import Conversation
 from agent_tutorial.core.loop import AgentRunError, TurnInterrupted
@@ -161,6 +162,8 @@ class Repl:
             input=input,
             output=output,
         )
+        # A separate session: a yes/no answer is not a prompt to remember or complete.
+        self._confirmation: PromptSession[str] = PromptSession(input=input, output=output)
         self._commands: dict[str, Callable[[str], bool]] = {
             "/help": self._help,
             "/context": self._context,
@@ -212,8 +215,32 @@ class Repl:
                 self.err.print(Text(f"unknown command {name}; try /help", style="yellow"))
                 return True
             return command(argument.strip())
-        self._run_turn(text)
+        if self._large_prompt_confirmed(text):
+            self._run_turn(text)
         return True
+
+    def _large_prompt_confirmed(self, text: str) -> bool:
+        """A prompt over the summary threshold (a large paste, most likely) is sent only
+        after a warning and a yes: alone it fills what the model may see."""
+        size = len(text.encode())
+        threshold = self._summary_threshold_bytes()
+        if size <= threshold:
+            return True
+        self.err.print(large_prompt_warning(size, threshold, self.conversation.agent))
+        try:
+            answer = self._confirmation.prompt("Send it anyway? [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            answer = ""
+        if answer.strip().lower() in {"y", "yes"}:
+            return True
+        self.err.print("not sent", style="yellow")
+        return False
+
+    def _summary_threshold_bytes(self) -> int:
+        compaction = self.conversation.agent.compaction
+        if compaction is not None:
+            return compaction.settings.proactive_threshold_bytes
+        return self.conversation.setup.settings.compaction.proactive_threshold_bytes
 
     def _run_turn(self, prompt: str) -> None:
         try:
@@ -389,6 +416,19 @@ class Repl:
         resumed = f"resumed {loaded.meta.session_id}: {len(loaded.history)} messages"
         self.err.print(Text(resumed, style="dim"))
         return True
+
+
+def large_prompt_warning(size: int, threshold: int, agent: Agent) -> Text:
+    """What sending a prompt over the summary threshold does, in this chapter."""
+    if agent.compaction is not None:
+        consequence = "the next request is summarised at once: the model sees a summary of it"
+    else:
+        consequence = "every request from now on carries it whole"
+    return Text.assemble(
+        ("warning: ", "bold yellow"),
+        f"this message is {format_bytes(size)}, over the {format_bytes(threshold)} "
+        f"summary threshold; {consequence}.",
+    )
 
 
 def _usage_text(summary: RunSummary) -> str:

@@ -567,3 +567,32 @@ def test_leaving_before_any_turn_says_nothing_was_saved(make_repl: MakeRepl) -> 
     harness.drive()
 
     assert harness.err_text().splitlines()[-1] == "nothing saved in this session"
+
+
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+LARGE_PASTE = "log line with some detail\n" * 2_400  # 62,400 B, over the 50,000 B threshold
+
+
+def test_a_paste_over_the_summary_threshold_is_not_sent_without_a_yes(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    harness = make_repl(chapter=8)
+
+    harness.drive(then=PASTE_START + LARGE_PASTE + PASTE_END + ENTER + "n" + ENTER + "/exit\r")
+
+    assert loopback.requests == []
+    err = " ".join(harness.err_text().split())
+    assert "warning: this message is 60.9 KB, over the 48.8 KB summary threshold;" in err
+    assert "not sent" in err
+
+
+def test_a_paste_over_the_summary_threshold_is_sent_after_a_yes(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("read it"))
+    harness = make_repl(chapter=2)
+
+    harness.drive(then=PASTE_START + LARGE_PASTE + PASTE_END + ENTER + "y" + ENTER + "/exit\r")
+
+    assert "every request from now on carries it whole" in " ".join(harness.err_text().split())
+    assert user_contents(loopback.requests[0]) == [LARGE_PASTE.strip()]
