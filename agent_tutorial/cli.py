@@ -2,17 +2,15 @@
 artifacts and sessions. This is the edge where errors become one-line messages and exit
 codes: 0 done, 1 runtime failure, 2 usage or configuration error, 130 interrupted."""
 
-from __future__ import annotations
-
 import os
 import stat
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NoReturn
 
 import typer
 
@@ -25,12 +23,10 @@ if TYPE_CHECKING:
 
     from agent_tutorial.config import Settings
     from agent_tutorial.conversation import Conversation, ConversationSetup
-    from agent_tutorial.core.events import Event, EventSink
     from agent_tutorial.core.loop import RunResult
     from agent_tutorial.core.model import ModelClient
     from agent_tutorial.features.compaction import CompactionStrategy
-    from agent_tutorial.headless import ResultSubtype, RunOutcome, StreamJsonSink
-    from agent_tutorial.render import TerminalRenderer
+    from agent_tutorial.headless import ResultSubtype, RunReport
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -92,7 +88,7 @@ class RunFailed(Exception):
         self,
         message: str,
         exit_code: int,
-        subtype: ResultSubtype = "error_during_execution",
+        subtype: "ResultSubtype" = "error_during_execution",
     ) -> None:
         super().__init__(message)
         self.exit_code = exit_code
@@ -148,7 +144,7 @@ def run(
     With --prompt, or with piped standard input, run once and print the answer; with both,
     the piped input comes first, as context. Without a prompt on a terminal, open the REPL.
     """
-    from agent_tutorial.headless import RunOutcome
+    from agent_tutorial.headless import RunOutcome, RunReport
     from agent_tutorial.render import make_consoles
 
     options = RunOptions(
@@ -168,18 +164,18 @@ def run(
         compaction=None if compaction is None else compaction.value,
     )
     out, err = make_consoles(no_color=no_color)
-    report = RunReport(options, started=time.monotonic())
+    report = RunReport(output_format.value, file=sys.stdout, started=time.monotonic())
     try:
         _run(options, report, out, err)
     except RunFailed as failure:
         _print_error(err, str(failure))
-        report.finish(RunOutcome(failure.subtype, error=str(failure)))
+        report.finish(RunOutcome(failure.subtype, error=str(failure)), chapter=chapter)
         raise typer.Exit(failure.exit_code) from None
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """The `run` command's flags, as the steps below need them."""
+class RunOptions(NamedTuple):
+    """The `run` command's flags, as the steps below need them. (A NamedTuple: it costs
+    less to define than a dataclass, and this module is on every command's start-up path.)"""
 
     chapter: int
     prompt: str | None
@@ -188,64 +184,10 @@ class RunOptions:
     verbose: bool
     resume_latest: bool
     resume_id: str | None
-    compaction: CompactionStrategy | None = None
+    compaction: "CompactionStrategy | None" = None
 
 
-class RunReport:
-    """What a one-shot run prints besides the answer: the result object of json and
-    stream-json (always exactly one, success or failure) and stream-json's event lines."""
-
-    def __init__(self, options: RunOptions, *, started: float) -> None:
-        from agent_tutorial.headless import StreamJsonSink
-        from agent_tutorial.run_summary import RunSummary
-
-        self.options = options
-        self.started = started
-        self.summary = RunSummary()
-        self.conversation: Conversation | None = None
-        self.stream: StreamJsonSink | None = (
-            StreamJsonSink(sys.stdout)
-            if options.output_format is OutputFormat.stream_json
-            else None
-        )
-
-    def start(self, conversation: Conversation, model: str) -> None:
-        from agent_tutorial.headless import init_record
-
-        self.conversation = conversation
-        if self.stream is not None:
-            agent = conversation.agent
-            self.stream.start(
-                init_record(
-                    session_id=conversation.session_id,
-                    chapter=agent.profile.chapter,
-                    model=model,
-                    tools=[spec.name for spec in agent.runner.tools.specs()],
-                    cwd=str(agent.workspace),
-                )
-            )
-
-    def finish(self, outcome: RunOutcome) -> None:
-        from agent_tutorial.headless import json_text, result_record
-
-        if self.options.output_format is OutputFormat.text:
-            return
-        conversation = self.conversation
-        record = result_record(
-            outcome,
-            self.summary,
-            session_id=conversation.session_id if conversation else None,
-            chapter=conversation.agent.profile.chapter if conversation else self.options.chapter,
-            duration_ms=round((time.monotonic() - self.started) * 1000),
-        )
-        if self.stream is not None:
-            self.stream.finish(record)
-        else:
-            sys.stdout.write(json_text(record, indent=True) + "\n")
-            sys.stdout.flush()
-
-
-def _run(options: RunOptions, report: RunReport, out: Console, err: Console) -> None:
+def _run(options: RunOptions, report: "RunReport", out: "Console", err: "Console") -> None:
     from agent_tutorial.approval import TerminalApprover
     from agent_tutorial.conversation import ConversationSetup
     from agent_tutorial.headless import RunOutcome
@@ -273,11 +215,11 @@ def _run(options: RunOptions, report: RunReport, out: Console, err: Console) -> 
         workspace=workspace,
         model=_model_for(settings, workspace, options.chapter),
         approver=TerminalApprover(err) if _stdin_is_terminal() and err.is_terminal else None,
-        sinks=[report.summary, *_display_sinks(report, renderer)],
+        sinks=report.sinks(renderer),
     )
     resume = _resume_path(workspace, options.resume_latest, options.resume_id)
     conversation = _open_or_exit(setup, resume)
-    report.start(conversation, settings.model or "")
+    report.start(_init_record(conversation, settings.model or ""))
     try:
         if interactive:
             from agent_tutorial.repl import Repl
@@ -290,28 +232,20 @@ def _run(options: RunOptions, report: RunReport, out: Console, err: Console) -> 
         conversation.close()
     if text_output and not renderer.stream_answer:
         sys.stdout.write(result.final_text.rstrip("\n") + "\n")
-    report.finish(RunOutcome("success", final_text=result.final_text))
+    report.finish(RunOutcome("success", final_text=result.final_text), chapter=options.chapter)
 
 
-def _display_sinks(report: RunReport, renderer: TerminalRenderer) -> list[EventSink]:
-    """The terminal renderer; under stream-json, the event lines instead, with warnings
-    still shown on stderr."""
-    if report.stream is None:
-        return [renderer]
-    return [report.stream, NoticesOnly(renderer)]
+def _init_record(conversation: "Conversation", model: str) -> dict[str, Any]:
+    from agent_tutorial.headless import init_record
 
-
-@dataclass(frozen=True)
-class NoticesOnly:
-    """Passes only warnings and notes on, for the stderr of a stream-json run."""
-
-    renderer: TerminalRenderer
-
-    def emit(self, event: Event) -> None:
-        from agent_tutorial.core.events import Notice
-
-        if isinstance(event, Notice):
-            self.renderer.emit(event)
+    agent = conversation.agent
+    return init_record(
+        session_id=conversation.session_id,
+        chapter=agent.profile.chapter,
+        model=model,
+        tools=[spec.name for spec in agent.runner.tools.specs()],
+        cwd=str(agent.workspace),
+    )
 
 
 def _resume_path(workspace: Path, latest: bool, session_id: str | None) -> Path | None:
@@ -330,7 +264,7 @@ def _resume_path(workspace: Path, latest: bool, session_id: str | None) -> Path 
     return None
 
 
-def _open_or_exit(setup: ConversationSetup, resume: Path | None) -> Conversation:
+def _open_or_exit(setup: "ConversationSetup", resume: Path | None) -> "Conversation":
     from agent_tutorial.conversation import Conversation
     from agent_tutorial.features.sessions import SessionError
 
@@ -340,7 +274,7 @@ def _open_or_exit(setup: ConversationSetup, resume: Path | None) -> Conversation
         raise RunFailed(f"cannot resume: {error}", EXIT_FAILURE) from None
 
 
-def _settings_or_exit(workspace: Path, flags: Mapping[str, object]) -> Settings:
+def _settings_or_exit(workspace: Path, flags: Mapping[str, object]) -> "Settings":
     from agent_tutorial.config import ConfigError, load_settings, missing_settings
 
     try:
@@ -357,7 +291,7 @@ def _settings_or_exit(workspace: Path, flags: Mapping[str, object]) -> Settings:
     return settings
 
 
-def _with_probed_window(settings: Settings, chapter: int) -> Settings:
+def _with_probed_window(settings: "Settings", chapter: int) -> "Settings":
     """Chapter 8 budgets against the model's window: unset, ask the server (briefly; a
     server that does not say leaves it unknown)."""
     from agent_tutorial.profiles import Capability, profile_for_chapter
@@ -428,7 +362,7 @@ def _decode_prompt(data: bytes, source: str) -> str:
         ) from None
 
 
-def _model_for(settings: Settings, workspace: Path, chapter: int) -> ModelClient:
+def _model_for(settings: "Settings", workspace: Path, chapter: int) -> "ModelClient":
     if settings.is_demo:
         from agent_tutorial.adapters.demo import DemoModel
 
@@ -445,7 +379,7 @@ def _model_for(settings: Settings, workspace: Path, chapter: int) -> ModelClient
     )
 
 
-def _run_or_exit(conversation: Conversation, prompt: str) -> RunResult:
+def _run_or_exit(conversation: "Conversation", prompt: str) -> "RunResult":
     from agent_tutorial.core.loop import AgentRunError, MaxTurnsExceeded, TurnInterrupted
     from agent_tutorial.core.model import ModelError
 
@@ -459,12 +393,12 @@ def _run_or_exit(conversation: Conversation, prompt: str) -> RunResult:
         raise RunFailed(str(error), EXIT_FAILURE) from None
 
 
-def _fail(err: Console, message: str, code: int) -> NoReturn:
+def _fail(err: "Console", message: str, code: int) -> NoReturn:
     _print_error(err, message)
     raise typer.Exit(code)
 
 
-def _print_error(err: Console, message: str) -> None:
+def _print_error(err: "Console", message: str) -> None:
     from rich.text import Text
 
     err.print(Text.assemble(("error: ", "bold red"), message), highlight=False)
@@ -632,7 +566,7 @@ def bench(
             _fail(err, f"cannot write {plot}: {error.strerror or error}", EXIT_FAILURE)
 
 
-def _session_trace_or_exit(session_id: str, err: Console) -> tuple[list[Any], str]:
+def _session_trace_or_exit(session_id: str, err: "Console") -> tuple[list[Any], str]:
     from agent_tutorial.features.bench import session_trace
     from agent_tutorial.features.sessions import SessionError, find_session, load_session
 

@@ -10,6 +10,7 @@ without the other.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import IO, Any, Literal
 
@@ -18,6 +19,7 @@ import orjson
 from agent_tutorial.core.events import (
     CompactionApplied,
     Event,
+    EventSink,
     MessageAppended,
     ModelReplied,
     NestedEvent,
@@ -206,3 +208,59 @@ class StreamJsonSink:
         line = {**record, "session_id": record.get("session_id", self.session_id)}
         self.file.write(json_text(line) + "\n")
         self.file.flush()
+
+
+class RunReport:
+    """What a one-shot run prints besides the answer: with json or stream-json, exactly one
+    result object whether the run succeeded or not, and stream-json's event lines."""
+
+    def __init__(self, output_format: str, *, file: IO[str], started: float) -> None:
+        self.output_format = output_format
+        self.file = file
+        self.started = started
+        self.summary = RunSummary()
+        self.stream = StreamJsonSink(file) if output_format == "stream-json" else None
+        self._init: Record | None = None
+
+    def sinks(self, renderer: EventSink) -> list[EventSink]:
+        """The summary, and the terminal renderer; under stream-json the event lines
+        instead, with warnings still shown on stderr by the renderer."""
+        if self.stream is None:
+            return [self.summary, renderer]
+        return [self.summary, self.stream, NoticesOnly(renderer)]
+
+    def start(self, init: Record) -> None:
+        """The session exists: stream-json opens with its `system/init` line."""
+        self._init = init
+        if self.stream is not None:
+            self.stream.start(init)
+
+    def finish(self, outcome: RunOutcome, *, chapter: int) -> None:
+        """The result object; `chapter` is the one asked for, used when the run failed
+        before its session started."""
+        if self.output_format == "text":
+            return
+        init = self._init or {"session_id": None, "chapter": chapter}
+        record = result_record(
+            outcome,
+            self.summary,
+            session_id=init["session_id"],
+            chapter=init["chapter"],
+            duration_ms=round((time.monotonic() - self.started) * 1000),
+        )
+        if self.stream is not None:
+            self.stream.finish(record)
+        else:
+            self.file.write(json_text(record, indent=True) + "\n")
+            self.file.flush()
+
+
+@dataclass(frozen=True)
+class NoticesOnly:
+    """Passes only notices (warnings, notes) on, for the stderr of a stream-json run."""
+
+    sink: EventSink
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, Notice):
+            self.sink.emit(event)
