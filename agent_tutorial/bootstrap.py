@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.config import Settings
 from agent_tutorial.core.events import EventBus, Notice, PermissionDecided, UsageReported
 from agent_tutorial.core.hooks import HookError, HookGuard, HookInput, HookRegistry
@@ -203,7 +204,7 @@ def _add_core_tools(
         for tool in file_tools(workspace):
             tools.register(tool)
     if Capability.SEARCH_TOOLS in profile:
-        for tool in search_tools(workspace):
+        for tool in search_tools(workspace, grep_time_budget_s=settings.grep_time_budget_s):
             tools.register(tool)
 
 
@@ -215,7 +216,7 @@ def _guards(
     policy = None
     if Capability.PERMISSIONS in profile:
         policy = PermissionPolicy(
-            deps.workspace,
+            Workspace(deps.workspace),
             mode=deps.settings.permission_mode,
             rules=deps.settings.permissions.rules,
             approver=_announcing(deps.approver, deps.events),

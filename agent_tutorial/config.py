@@ -32,6 +32,7 @@ from pydantic_settings import (
 from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
 from agent_tutorial.core.tools import describe_validation_error
+from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 
 DEMO_MODEL = "demo"
@@ -109,6 +110,10 @@ class Settings(BaseSettings):
 
     compaction: CompactionSettings = CompactionSettings()
     """`[compaction]`: chapter 8's thresholds and strategy; see `CompactionSettings`."""
+
+    grep_time_budget_s: float = Field(default=GREP_TIME_BUDGET_S, gt=0)
+    """Seconds one grep call may search; then it returns `Error [timeout]` with the matches
+    found so far (a regex that backtracks badly cannot hang the agent)."""
 
     @property
     def is_demo(self) -> bool:

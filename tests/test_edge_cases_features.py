@@ -11,6 +11,7 @@ import orjson
 import pytest
 from rich.console import Console
 
+from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.approval import describe_request
 from agent_tutorial.core.hooks import (
     CommandHook,
@@ -48,7 +49,7 @@ def _parsed(workspace: Path, name: str, **arguments: object) -> ParsedCall:
 def _policy(
     workspace: Path, *rules: PermissionRule, mode: PermissionMode = "ask"
 ) -> PermissionPolicy:
-    return PermissionPolicy(workspace, mode=mode, rules=rules)
+    return PermissionPolicy(Workspace(workspace), mode=mode, rules=rules)
 
 
 class _AnswerAlways:
@@ -135,7 +136,7 @@ def test_bash_deny_rule_still_catches_a_chained_command(workspace: Path) -> None
 def test_always_answer_does_not_lift_a_rule_that_asks(workspace: Path) -> None:
     rule = PermissionRule(tool="write_file", pattern="^secrets/", behavior="ask")
     approver = _AnswerAlways("always")
-    policy = PermissionPolicy(workspace, rules=[rule], approver=approver)
+    policy = PermissionPolicy(Workspace(workspace), rules=[rule], approver=approver)
     policy.authorize(_parsed(workspace, "write_file", path="README.md", content="x"))
 
     record = policy.decide(_parsed(workspace, "write_file", path="secrets/key", content="x"))
@@ -144,7 +145,7 @@ def test_always_answer_does_not_lift_a_rule_that_asks(workspace: Path) -> None:
 
 
 def test_always_answer_covers_later_default_asks_of_the_same_tool(workspace: Path) -> None:
-    policy = PermissionPolicy(workspace, approver=_AnswerAlways("always"))
+    policy = PermissionPolicy(Workspace(workspace), approver=_AnswerAlways("always"))
     policy.authorize(_parsed(workspace, "write_file", path="README.md", content="x"))
 
     record = policy.decide(_parsed(workspace, "write_file", path="other.md", content="x"))

@@ -4,13 +4,16 @@ binary-file helpers underneath them."""
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
 
-from agent_tutorial.adapters.filesystem import is_binary, write_text_atomic
+from agent_tutorial.adapters.filesystem import Workspace, is_binary, replace_file
 from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.tools import ToolRegistry, ToolResult
 from agent_tutorial.features.builtin_tools import LINE_CHAR_LIMIT, MAX_TEXT_FILE_BYTES, file_tools
@@ -306,12 +309,33 @@ def test_edit_file_through_a_symlink_inside_edits_the_target_and_keeps_the_link(
 # the helpers underneath
 
 
-def test_atomic_write_failure_leaves_the_original_and_no_temporary_file(workspace: Path) -> None:
+def replace(workspace: Path, name: str, data: bytes) -> None:
+    with Workspace(workspace).target(name, for_writing=True) as target:
+        replace_file(target, data)
+
+
+@pytest.fixture
+def file_size_limit() -> Iterator[int]:
+    """Writes past 16 bytes fail with EFBIG, as on a full disk, after the file exists."""
+    limit = 16
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield limit
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
+def test_atomic_write_failure_leaves_the_original_and_no_temporary_file(
+    workspace: Path, file_size_limit: int
+) -> None:
     target = workspace / "config.toml"
     target.write_text("keep = true\n")
 
-    with pytest.raises(UnicodeEncodeError):  # fails after the temporary file exists
-        write_text_atomic(target, "half \udc80 written")
+    with pytest.raises(OSError, match="too large"):  # fails after the temporary file exists
+        replace(workspace, "config.toml", b"x" * (file_size_limit * 4))
 
     assert target.read_text() == "keep = true\n"
     assert entries(workspace) == ["config.toml"]
@@ -324,7 +348,7 @@ def test_atomic_write_over_a_directory_fails_without_leaving_a_temporary_file(
     (workspace / "build" / "out.o").write_bytes(b"\x7fELF")
 
     with pytest.raises(OSError):  # the final rename cannot replace a directory
-        write_text_atomic(workspace / "build", "text")
+        replace(workspace, "build", b"text")
 
     assert entries(workspace) == ["build"]
     assert (workspace / "build" / "out.o").read_bytes() == b"\x7fELF"
@@ -335,7 +359,7 @@ def test_atomic_write_keeps_the_mode_of_the_file_it_replaces(workspace: Path) ->
     target.write_text("A=1\n")
     target.chmod(0o600)
 
-    write_text_atomic(target, "A=2\n")
+    replace(workspace, "secret.env", b"A=2\n")
 
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
 

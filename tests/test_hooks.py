@@ -13,6 +13,7 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
+from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.core.events import EventBus, EventLog, Notice
 from agent_tutorial.core.hooks import (
     CommandHookConfig,
@@ -57,7 +58,7 @@ def registry_with(
 
 
 def auto_guard(registry: HookRegistry) -> HookGuard:
-    return HookGuard(registry, PermissionPolicy(registry.workspace, mode="auto"))
+    return HookGuard(registry, PermissionPolicy(Workspace(registry.workspace), mode="auto"))
 
 
 def assert_error(result: ParsedCall | ToolResult, code: str) -> ToolResult:
@@ -115,7 +116,7 @@ def test_hook_allow_lets_an_allowed_call_run(workspace: Path) -> None:
 
 def test_hook_allow_does_not_lift_the_policy_ask(workspace: Path) -> None:
     registry = registry_with(workspace, "PreToolUse", 'print(\'{"decision": "allow"}\')')
-    guard = HookGuard(registry, PermissionPolicy(workspace, mode="ask"))
+    guard = HookGuard(registry, PermissionPolicy(Workspace(workspace), mode="ask"))
     result = assert_error(guard.before_call(parse("bash", **BASH_LS)), "permission_denied")
     assert "no terminal" in result.content
 
@@ -153,7 +154,9 @@ def test_hook_ask_forces_the_approval_question_even_in_auto_mode(workspace: Path
     body = "print(json.dumps({'decision': 'ask', 'reason': 'touches prod'}))\n"
     registry = registry_with(workspace, "PreToolUse", body)
     approver = ScriptedApprover("no")
-    guard = HookGuard(registry, PermissionPolicy(workspace, mode="auto", approver=approver))
+    guard = HookGuard(
+        registry, PermissionPolicy(Workspace(workspace), mode="auto", approver=approver)
+    )
     assert_error(guard.before_call(parse("bash", command="deploy")), "permission_denied")
     (request,) = approver.requests
     assert request.reason == "a PreToolUse hook asks for approval: touches prod"
@@ -162,7 +165,9 @@ def test_hook_ask_forces_the_approval_question_even_in_auto_mode(workspace: Path
 def test_hook_ask_does_not_soften_a_policy_deny_into_a_question(workspace: Path) -> None:
     registry = registry_with(workspace, "PreToolUse", "print(json.dumps({'decision': 'ask'}))\n")
     approver = ScriptedApprover()  # must never be asked
-    guard = HookGuard(registry, PermissionPolicy(workspace, mode="auto", approver=approver))
+    guard = HookGuard(
+        registry, PermissionPolicy(Workspace(workspace), mode="auto", approver=approver)
+    )
     result = assert_error(guard.before_call(parse("write_file", path="../x")), "permission_denied")
     assert "only write inside the workspace" in result.content
     assert approver.requests == []
@@ -172,7 +177,7 @@ def test_hook_ask_overrides_a_remembered_approval(workspace: Path) -> None:
     body = "print(json.dumps({'decision': 'ask'}))\n"
     registry = registry_with(workspace, "PreToolUse", body)
     approver = ScriptedApprover("always", "yes")
-    guard = HookGuard(registry, PermissionPolicy(workspace, approver=approver))
+    guard = HookGuard(registry, PermissionPolicy(Workspace(workspace), approver=approver))
     guard.before_call(parse("bash", command="make"))
     guard.before_call(parse("bash", command="make"))
     assert len(approver.requests) == 2

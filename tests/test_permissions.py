@@ -14,6 +14,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
+from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.approval import TerminalApprover
 from agent_tutorial.core.loop import AgentRunner
 from agent_tutorial.core.messages import ToolMessage, tool_call, validate_tool_pairing
@@ -142,7 +143,7 @@ def test_merge_of_no_decisions_is_allow() -> None:
     ],
 )
 def test_mode_default_for_each_effect(workspace: Path, mode: str, tool: str, expected: str) -> None:
-    policy = PermissionPolicy(workspace, mode=mode)  # type: ignore[arg-type]
+    policy = PermissionPolicy(Workspace(workspace), mode=mode)  # type: ignore[arg-type]
     arguments = {"command": "ls"} if tool == "bash" else {"path": "notes.txt"}
     record = policy.decide(parse(tool, **arguments))
     assert (record.decision, record.source) == (expected, "default")
@@ -150,7 +151,7 @@ def test_mode_default_for_each_effect(workspace: Path, mode: str, tool: str, exp
 
 def test_unknown_mode_is_rejected_at_construction(workspace: Path) -> None:
     with pytest.raises(ValueError, match="'yolo'"):
-        PermissionPolicy(workspace, mode="yolo")  # type: ignore[arg-type]
+        PermissionPolicy(Workspace(workspace), mode="yolo")  # type: ignore[arg-type]
 
 
 # --- rules ----------------------------------------------------------------------------------
@@ -158,14 +159,14 @@ def test_unknown_mode_is_rejected_at_construction(workspace: Path) -> None:
 
 def test_allow_rule_lifts_the_ask_for_matching_commands_only(workspace: Path) -> None:
     rule = PermissionRule(tool="bash", pattern="^git (status|diff|log)", behavior="allow")
-    policy = PermissionPolicy(workspace, rules=[rule])
+    policy = PermissionPolicy(Workspace(workspace), rules=[rule])
     assert policy.decide(parse("bash", command="git status --short")).decision == "allow"
     assert policy.decide(parse("bash", command="git push")).decision == "ask"
 
 
 def test_deny_rule_still_applies_in_auto_mode(workspace: Path) -> None:
     rule = PermissionRule(tool="bash", pattern=r"\brm\b", behavior="deny")
-    policy = PermissionPolicy(workspace, mode="auto", rules=[rule])
+    policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule])
     record = policy.decide(parse("bash", command="rm -rf build"))
     assert (record.decision, record.source) == ("deny", "rule")
     assert "rm" in record.reason
@@ -173,20 +174,22 @@ def test_deny_rule_still_applies_in_auto_mode(workspace: Path) -> None:
 
 def test_ask_rule_makes_a_read_ask(workspace: Path) -> None:
     rule = PermissionRule(tool="read_file", pattern=r"\.env$", behavior="ask")
-    policy = PermissionPolicy(workspace, mode="auto", rules=[rule])
+    policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule])
     assert policy.decide(parse("read_file", path="config/.env")).decision == "ask"
     assert policy.decide(parse("read_file", path="README.md")).decision == "allow"
 
 
 def test_rule_without_pattern_covers_every_call_of_its_tool(workspace: Path) -> None:
-    policy = PermissionPolicy(workspace, rules=[PermissionRule(tool="bash", behavior="allow")])
+    policy = PermissionPolicy(
+        Workspace(workspace), rules=[PermissionRule(tool="bash", behavior="allow")]
+    )
     assert policy.decide(parse("bash", command="make test")).decision == "allow"
     assert policy.decide(parse("write_file", path="a.txt")).decision == "ask"
 
 
 def test_star_rule_covers_every_tool(workspace: Path) -> None:
     rule = PermissionRule(tool="*", pattern="secret", behavior="deny")
-    policy = PermissionPolicy(workspace, mode="auto", rules=[rule])
+    policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule])
     assert policy.decide(parse("read_file", path="secret.txt")).decision == "deny"
     assert policy.decide(parse("bash", command="cat secret.txt")).decision == "deny"
     assert policy.decide(parse("bash", command="ls")).decision == "allow"
@@ -194,7 +197,7 @@ def test_star_rule_covers_every_tool(workspace: Path) -> None:
 
 def test_path_rule_also_matches_the_normalised_workspace_path(workspace: Path) -> None:
     rule = PermissionRule(tool="write_file", pattern="^secrets/", behavior="deny")
-    policy = PermissionPolicy(workspace, mode="auto", rules=[rule])
+    policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule])
     for spelling in (
         "secrets/key",
         "./secrets/key",
@@ -209,7 +212,7 @@ def test_strictest_of_several_matching_rules_wins(workspace: Path) -> None:
         PermissionRule(tool="bash", pattern="^git", behavior="allow"),
         PermissionRule(tool="bash", pattern="push", behavior="deny"),
     ]
-    policy = PermissionPolicy(workspace, rules=rules)
+    policy = PermissionPolicy(Workspace(workspace), rules=rules)
     record = policy.decide(parse("bash", command="git push --force"))
     assert record.decision == "deny"
     assert "push" in record.reason
@@ -266,7 +269,9 @@ def test_writes_outside_or_into_protected_directories_are_denied_in_every_mode(
 ) -> None:
     allow_everything = PermissionRule(tool="*", behavior="allow")
     approver = ScriptedApprover()  # must never be asked
-    policy = PermissionPolicy(workspace, mode=mode, rules=[allow_everything], approver=approver)  # type: ignore[arg-type]
+    policy = PermissionPolicy(
+        Workspace(workspace), mode=mode, rules=[allow_everything], approver=approver
+    )  # type: ignore[arg-type]
     for path in _escaping_paths(workspace):
         record = policy.decide(parse("write_file", path=path))
         assert (record.decision, record.source) == ("deny", "boundary"), path
@@ -279,14 +284,14 @@ def test_writes_outside_or_into_protected_directories_are_denied_in_every_mode(
 
 
 def test_boundary_denial_says_which_directory_is_protected(workspace: Path) -> None:
-    policy = PermissionPolicy(workspace, mode="auto")
+    policy = PermissionPolicy(Workspace(workspace), mode="auto")
     record = policy.decide(parse("write_file", path=".agent_tutorial/config.toml"))
     assert ".agent_tutorial/" in record.reason
     assert "no mode or rule" in record.reason
 
 
 def test_remembered_approval_does_not_lift_a_boundary(workspace: Path) -> None:
-    policy = PermissionPolicy(workspace, approver=ScriptedApprover("always"))
+    policy = PermissionPolicy(Workspace(workspace), approver=ScriptedApprover("always"))
     assert policy.before_call(parse("write_file", path="ok.txt")) == parse(
         "write_file", path="ok.txt"
     )
@@ -294,12 +299,12 @@ def test_remembered_approval_does_not_lift_a_boundary(workspace: Path) -> None:
 
 
 def test_reading_inside_git_is_not_a_write_and_stays_allowed(workspace: Path) -> None:
-    policy = PermissionPolicy(workspace)
+    policy = PermissionPolicy(Workspace(workspace))
     assert policy.decide(parse("read_file", path=".git/config")).decision == "allow"
 
 
 def test_a_write_inside_the_workspace_is_allowed_in_auto_mode(workspace: Path) -> None:
-    policy = PermissionPolicy(workspace, mode="auto")
+    policy = PermissionPolicy(Workspace(workspace), mode="auto")
     assert policy.decide(parse("write_file", path="src/git/notes.txt")).decision == "allow"
 
 
@@ -309,7 +314,7 @@ def test_a_write_inside_the_workspace_is_allowed_in_auto_mode(workspace: Path) -
 def test_without_an_approver_a_write_is_denied_and_the_model_learns_the_flag(
     workspace: Path,
 ) -> None:
-    policy = PermissionPolicy(workspace)
+    policy = PermissionPolicy(Workspace(workspace))
     result = policy.before_call(parse("write_file", path="a.txt", content="x"))
     assert isinstance(result, ToolResult)
     assert result.error_code == "permission_denied"
@@ -318,7 +323,7 @@ def test_without_an_approver_a_write_is_denied_and_the_model_learns_the_flag(
 
 
 def test_without_an_approver_bash_points_to_auto_mode(workspace: Path) -> None:
-    record = PermissionPolicy(workspace).authorize(parse("bash", command="make"))
+    record = PermissionPolicy(Workspace(workspace)).authorize(parse("bash", command="make"))
     assert (record.decision, record.source) == ("deny", "no-terminal")
     assert "--permission-mode auto" in record.reason
     assert "accept-edits" not in record.reason
@@ -326,7 +331,7 @@ def test_without_an_approver_bash_points_to_auto_mode(workspace: Path) -> None:
 
 def test_without_an_approver_an_ask_rule_does_not_suggest_a_mode(workspace: Path) -> None:
     rule = PermissionRule(tool="read_file", pattern=r"\.env$", behavior="ask")
-    policy = PermissionPolicy(workspace, mode="auto", rules=[rule])
+    policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule])
     record = policy.authorize(parse("read_file", path=".env"))
     assert record.decision == "deny"
     assert "--permission-mode" not in record.reason
@@ -335,7 +340,7 @@ def test_without_an_approver_an_ask_rule_does_not_suggest_a_mode(workspace: Path
 
 def test_approval_request_carries_the_call(workspace: Path) -> None:
     approver = ScriptedApprover("yes")
-    policy = PermissionPolicy(workspace, approver=approver)
+    policy = PermissionPolicy(Workspace(workspace), approver=approver)
     parsed = parse("write_file", path="a.txt", content="hello")
     assert policy.before_call(parsed) is parsed
     (request,) = approver.requests
@@ -346,7 +351,7 @@ def test_approval_request_carries_the_call(workspace: Path) -> None:
 
 
 def test_user_saying_no_denies_with_a_reason_the_model_can_read(workspace: Path) -> None:
-    policy = PermissionPolicy(workspace, approver=ScriptedApprover("no"))
+    policy = PermissionPolicy(Workspace(workspace), approver=ScriptedApprover("no"))
     result = policy.before_call(parse("bash", command="make deploy"))
     assert isinstance(result, ToolResult)
     assert result.content == "Error [permission_denied]: the user declined this bash call"
@@ -354,7 +359,7 @@ def test_user_saying_no_denies_with_a_reason_the_model_can_read(workspace: Path)
 
 def test_yes_approves_only_that_call(workspace: Path) -> None:
     approver = ScriptedApprover("yes", "no")
-    policy = PermissionPolicy(workspace, approver=approver)
+    policy = PermissionPolicy(Workspace(workspace), approver=approver)
     assert policy.authorize(parse("write_file", path="a.txt")).decision == "allow"
     assert policy.authorize(parse("write_file", path="a.txt")).decision == "deny"
     assert len(approver.requests) == 2
@@ -362,7 +367,7 @@ def test_yes_approves_only_that_call(workspace: Path) -> None:
 
 def test_always_for_a_file_tool_covers_later_calls_of_that_tool(workspace: Path) -> None:
     approver = ScriptedApprover("always")
-    policy = PermissionPolicy(workspace, approver=approver)
+    policy = PermissionPolicy(Workspace(workspace), approver=approver)
     assert policy.authorize(parse("write_file", path="a.txt")).decision == "allow"
     record = policy.authorize(parse("write_file", path="b/c.txt"))
     assert (record.decision, record.source) == ("allow", "session")
@@ -371,7 +376,7 @@ def test_always_for_a_file_tool_covers_later_calls_of_that_tool(workspace: Path)
 
 def test_always_for_bash_covers_only_that_exact_command(workspace: Path) -> None:
     approver = ScriptedApprover("always", "no")
-    policy = PermissionPolicy(workspace, approver=approver)
+    policy = PermissionPolicy(Workspace(workspace), approver=approver)
     assert policy.authorize(parse("bash", command="git status")).decision == "allow"
     assert policy.authorize(parse("bash", command="git status")).decision == "allow"
     assert policy.authorize(parse("bash", command="git status; rm -rf ~")).decision == "deny"
@@ -380,14 +385,18 @@ def test_always_for_bash_covers_only_that_exact_command(workspace: Path) -> None
 
 def test_remembered_approval_does_not_lift_a_deny_rule(workspace: Path) -> None:
     rule = PermissionRule(tool="write_file", pattern=r"\.lock$", behavior="deny")
-    policy = PermissionPolicy(workspace, rules=[rule], approver=ScriptedApprover("always"))
+    policy = PermissionPolicy(
+        Workspace(workspace), rules=[rule], approver=ScriptedApprover("always")
+    )
     assert policy.authorize(parse("write_file", path="a.txt")).decision == "allow"
     assert policy.authorize(parse("write_file", path="poetry.lock")).decision == "deny"
 
 
 def test_every_final_decision_is_reported(workspace: Path) -> None:
     seen: list[DecisionRecord] = []
-    policy = PermissionPolicy(workspace, approver=ScriptedApprover("no"), on_decision=seen.append)
+    policy = PermissionPolicy(
+        Workspace(workspace), approver=ScriptedApprover("no"), on_decision=seen.append
+    )
     policy.before_call(parse("read_file", "call_a", path="a.txt"))
     policy.before_call(parse("bash", "call_b", command="make"))
     assert [(r.call_id, r.tool_name, r.decision, r.source) for r in seen] == [
@@ -399,14 +408,17 @@ def test_every_final_decision_is_reported(workspace: Path) -> None:
 def test_decide_neither_asks_nor_reports(workspace: Path) -> None:
     seen: list[DecisionRecord] = []
     approver = ScriptedApprover()
-    policy = PermissionPolicy(workspace, approver=approver, on_decision=seen.append)
+    policy = PermissionPolicy(Workspace(workspace), approver=approver, on_decision=seen.append)
     assert policy.decide(parse("bash", command="make")).decision == "ask"
     assert (seen, approver.requests) == ([], [])
 
 
 def test_after_call_passes_the_result_through(workspace: Path) -> None:
     result = tool_success("done")
-    assert PermissionPolicy(workspace).after_call(parse("bash", command="ls"), result) is result
+    assert (
+        PermissionPolicy(Workspace(workspace)).after_call(parse("bash", command="ls"), result)
+        is result
+    )
 
 
 # --- in the loop ------------------------------------------------------------------------
@@ -417,7 +429,7 @@ def test_denied_write_in_the_loop_is_a_paired_error_and_nothing_is_written(
 ) -> None:
     write = tool_call("call_w", "write_file", '{"path": "a.txt", "content": "x"}')
     model = ScriptedModel([tool_reply(write), text_reply("gave up")])
-    runner = AgentRunner(model, make_tools(), guards=[PermissionPolicy(workspace)])
+    runner = AgentRunner(model, make_tools(), guards=[PermissionPolicy(Workspace(workspace))])
     assert runner.run("write a.txt").final_text == "gave up"
     validate_tool_pairing(runner.history)
     tool_result = next(m for m in runner.history if isinstance(m, ToolMessage))
@@ -428,7 +440,7 @@ def test_denied_write_in_the_loop_is_a_paired_error_and_nothing_is_written(
 def test_accept_edits_lets_the_write_through_in_the_loop(workspace: Path) -> None:
     write = tool_call("call_w", "write_file", '{"path": "a.txt", "content": "x"}')
     model = ScriptedModel([tool_reply(write), text_reply("done")])
-    policy = PermissionPolicy(workspace, mode="accept-edits")
+    policy = PermissionPolicy(Workspace(workspace), mode="accept-edits")
     AgentRunner(model, make_tools(), guards=[policy]).run("write a.txt")
     assert (workspace / "a.txt").read_text() == "x"
 

@@ -1,27 +1,50 @@
-"""The filesystem as the tools see it: paths confined to the real workspace, atomic writes,
-a binary-file test, and a workspace walk that skips tool directories and never follows
-symlinks out."""
+"""The filesystem as the tools see it, reached through open directory descriptors.
+
+A path is walked one component at a time from a descriptor of the real workspace, each
+directory opened with `O_NOFOLLOW`, and symlinks are resolved here by hand: every hop is
+read with `readlink` relative to the directory it sits in and must stay inside. Tools then
+read and write through what the walk opened, never through a name walked again, so a
+directory swapped for a symlink mid-call makes the open fail instead of leading outside.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
 import stat
+from collections import deque
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from operator import attrgetter
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+from agent_tutorial.core.paths import (
+    STATE_DIR,
+    VCS_DIR,
+    Location,
+    ProtectedPathError,
+    WorkspacePathError,
+    read_refusal,
+    write_refusal,
+)
+
+__all__ = ["ProtectedPathError", "WorkspacePathError"]  # re-exported for the tools
 
 BINARY_SNIFF_BYTES = 8 * 1024
 """A NUL byte this early in a file marks it as binary."""
+MAX_SYMLINK_HOPS = 40
+"""Symlinks followed for one path before it counts as a loop (the kernel's own limit)."""
 
 SKIPPED_DIRECTORIES = frozenset(
     {
-        ".git",
+        VCS_DIR,
         ".venv",
         "node_modules",
-        ".agent_tutorial",
+        STATE_DIR,
         "__pycache__",
         ".mypy_cache",
         ".pytest_cache",
@@ -30,29 +53,223 @@ SKIPPED_DIRECTORIES = frozenset(
 )
 """Directories a workspace walk does not enter: version control, environments, caches."""
 
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a named pipe must not wait forever for a writer.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
-class WorkspacePathError(ValueError):
-    """A path the model gave resolves outside the workspace (or is not a path at all)."""
+FileId = tuple[int, int]
+"""(st_dev, st_ino): what a file or directory is, whatever name reaches it."""
+
+
+def _file_id(info: os.stat_result) -> FileId:
+    return (info.st_dev, info.st_ino)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a path leads, held open: `directory` is a descriptor of the deepest existing
+    real directory on the way, `missing` the directories still to create below it, and
+    `name` the final entry (None for the workspace root itself)."""
+
+    directory: int
+    missing: tuple[str, ...]
+    name: str | None
+    info: os.stat_result | None
+    """The final entry as it was found (never a symlink), or None when it does not exist."""
+    relative: PurePosixPath
+    chain: tuple[FileId, ...]
+    """The real directories from the workspace root down to the target, itself included."""
+
+    @property
+    def exists(self) -> bool:
+        return self.info is not None
+
+
+class Workspace:
+    """The workspace directory; every operation opens it afresh by descriptor."""
+
+    def __init__(self, root: Path) -> None:
+        self.given = root.absolute()
+        self.root = root.resolve()
+
+    def locate(self, given: str) -> Location:
+        with ExitStack() as stack:
+            root = stack.enter_context(self.opened_root())
+            target = stack.enter_context(self.resolve(root, given, follow_last=True))
+            return self.location(root, target)
+
+    @contextmanager
+    def target(self, given: str, *, for_writing: bool = False) -> Iterator[Target]:
+        """Resolve `given` and hold it open; refuses what the tools may not touch there."""
+        with self.opened_root() as root, self.resolve(root, given, follow_last=True) as target:
+            location = self.location(root, target)
+            refusal = write_refusal(location) if for_writing else read_refusal(location)
+            if refusal is not None:
+                verb = "write into" if for_writing else "read"
+                raise ProtectedPathError(f"tools may not {verb} {given!r}: {refusal}")
+            yield target
+
+    @contextmanager
+    def opened_root(self) -> Iterator[int]:
+        descriptor = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            yield descriptor
+        finally:
+            os.close(descriptor)
+
+    @contextmanager
+    def resolve(self, root: int, given: str, *, follow_last: bool) -> Iterator[Target]:
+        if "\0" in given:
+            raise WorkspacePathError(f"{given!r} is not a valid path")
+        walk = _Walk(root, given, self)
+        try:
+            parts = self.inside_parts(given)
+            if parts is None:
+                raise walk.outside()
+            yield walk.run(parts, follow_last=follow_last)
+        finally:
+            walk.close()
+
+    def inside_parts(self, path: str) -> list[str] | None:
+        """The components of `path` below the workspace root, or None if it leads elsewhere.
+        An absolute path may name the root as given, as its real path, or through links."""
+        if not path.startswith("/"):
+            return path.split("/")
+        pure = PurePosixPath(path)
+        for root in (self.root, self.given):
+            if pure.is_relative_to(root):
+                return list(pure.relative_to(root).parts)
+        real = Path(os.path.realpath(path))
+        if real.is_relative_to(self.root):
+            return list(real.relative_to(self.root).parts)
+        return None
+
+    def location(self, root: int, target: Target) -> Location:
+        ids = target.chain
+        state = self.identity(root, STATE_DIR)
+        vcs = self.identity(root, VCS_DIR)
+        in_state = None
+        if state in ids:
+            in_state = PurePosixPath(*target.relative.parts[ids.index(state) :])
+        return Location(target.relative, in_state, vcs is not None and vcs in ids)
+
+    def identity(self, root: int, name: str) -> FileId | None:
+        """The identity of the directory `name` at the root leads to, if it is inside."""
+        try:
+            with self.resolve(root, name, follow_last=True) as found:
+                if found.info is None or not stat.S_ISDIR(found.info.st_mode):
+                    return None
+                return _file_id(found.info)
+        except (WorkspacePathError, OSError):
+            return None
+
+
+class _Walk:
+    """One path's walk from the root: a stack of open real directories."""
+
+    def __init__(self, root: int, given: str, workspace: Workspace) -> None:
+        self.given = given
+        self.workspace = workspace
+        root_info = os.fstat(root)
+        self.stack: list[tuple[int, str, FileId]] = [(os.dup(root), "", _file_id(root_info))]
+
+    def close(self) -> None:
+        for descriptor, _, _ in self.stack:
+            os.close(descriptor)
+        self.stack.clear()
+
+    def run(self, parts: list[str], *, follow_last: bool) -> Target:
+        pending = deque(_names(parts))
+        missing: list[str] = []
+        hops = 0
+        while pending:
+            part = pending.popleft()
+            if part == "..":
+                self._up(missing)
+                continue
+            if missing:
+                missing.append(part)
+                continue
+            info = self._lstat(part)
+            if info is None:
+                missing.append(part)
+            elif stat.S_ISLNK(info.st_mode) and (pending or follow_last):
+                hops += 1
+                if hops > MAX_SYMLINK_HOPS:
+                    raise OSError(errno.ELOOP, "too many levels of symbolic links", self.given)
+                pending.extendleft(reversed(self._link_parts(part)))
+            elif not pending:
+                return self._target(part, info, missing)
+            else:
+                self._enter(part, info)
+        return self._target(None, None, missing)
+
+    def _up(self, missing: list[str]) -> None:
+        if missing:
+            missing.pop()
+        elif len(self.stack) == 1:
+            raise self.outside()
+        else:
+            os.close(self.stack.pop()[0])
+
+    def _lstat(self, name: str) -> os.stat_result | None:
+        try:
+            return os.stat(name, dir_fd=self.stack[-1][0], follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def _link_parts(self, name: str) -> list[str]:
+        link = os.readlink(name, dir_fd=self.stack[-1][0])
+        if not link.startswith("/"):
+            return _names(link.split("/"))
+        parts = self.workspace.inside_parts(link)
+        if parts is None:
+            raise self.outside()
+        while len(self.stack) > 1:  # an absolute link starts again from the root
+            os.close(self.stack.pop()[0])
+        return _names(parts)
+
+    def _enter(self, name: str, info: os.stat_result) -> None:
+        if not stat.S_ISDIR(info.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, "a parent of it is not a directory", self.given)
+        # Swapped for a symlink since the lstat: O_NOFOLLOW makes this fail, not follow.
+        descriptor = os.open(name, _DIRECTORY_FLAGS, dir_fd=self.stack[-1][0])
+        self.stack.append((descriptor, name, _file_id(os.fstat(descriptor))))
+
+    def _target(self, name: str | None, info: os.stat_result | None, missing: list[str]) -> Target:
+        names = [entry_name for _, entry_name, _ in self.stack[1:]]
+        chain = tuple(identity for _, _, identity in self.stack)
+        if missing:
+            name, missing = missing[-1], missing[:-1]
+        elif name is None and len(self.stack) > 1:  # the path ends at a directory we entered
+            descriptor, name, _ = self.stack.pop()
+            info = os.fstat(descriptor)
+            os.close(descriptor)
+            names.pop()
+        elif name is None:  # the workspace root itself
+            info = os.fstat(self.stack[0][0])
+        if info is not None and name is not None:
+            chain += (_file_id(info),) if stat.S_ISDIR(info.st_mode) else ()
+        relative = PurePosixPath(*names, *missing, *([name] if name else []))
+        directory = self.stack[-1][0]
+        return Target(directory, tuple(missing), name, info, relative, chain)
+
+    def outside(self) -> WorkspacePathError:
+        return WorkspacePathError(
+            f"{self.given!r} is outside the workspace {self.workspace.root}; "
+            "only paths inside it can be used"
+        )
+
+
+def _names(parts: list[str]) -> list[str]:
+    return [part for part in parts if part not in ("", ".")]
 
 
 def resolve_workspace_path(workspace: Path, path: str) -> Path:
-    """Return the real path of `path` (relative to the workspace, or absolute) if it lies
-    inside the real workspace.
-
-    Symlinks are followed and `..` collapsed, for paths that do not exist yet too (the
-    nearest existing parent is resolved). The error names only the path as given, never
-    where it leads.
-    """
-    root = workspace.resolve()
-    try:
-        real = Path(os.path.realpath(root / path))
-    except ValueError:  # an embedded NUL byte
-        raise WorkspacePathError(f"{path!r} is not a valid path") from None
-    if real != root and not real.is_relative_to(root):
-        raise WorkspacePathError(
-            f"{path!r} is outside the workspace {root}; only paths inside it can be used"
-        )
-    return real
+    """The real path of `path` (relative to the workspace, or absolute) if it lies inside
+    the real workspace; symlinks are followed and `..` collapsed, for paths that do not
+    exist yet too. The error names only the path as given, never where it leads."""
+    return workspace.resolve() / Workspace(workspace).locate(path).relative
 
 
 def workspace_relative(workspace: Path, real: Path) -> str:
@@ -60,38 +277,93 @@ def workspace_relative(workspace: Path, real: Path) -> str:
     return real.relative_to(workspace.resolve()).as_posix()
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` in UTF-8 so that readers see the old file or the new one,
-    never a mix.
+# Reading and writing what a walk found
 
-    The bytes go to a temporary file in the same directory, are fsynced, and the temporary
-    file is renamed over `path`. On any failure the temporary file is removed and `path`
-    is left untouched. An existing file keeps its permission bits.
-    """
-    mode = _existing_mode(path)
-    # Cut in bytes: with the padding, a long name in a multibyte script would otherwise
-    # pass the 255-byte limit on names that `path` itself respects.
-    stem = os.fsdecode(os.fsencode(path.name)[:200])
-    temporary = path.with_name(f".{stem}.{secrets.token_hex(6)}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+
+def open_for_reading(target: Target) -> int:
+    """A read-only descriptor of the target (file or directory), opened in its directory
+    without following a symlink; the caller checks what it is with `fstat`."""
+    if target.name is None:
+        return os.open(".", _READ_FLAGS, dir_fd=target.directory)
+    if not target.exists:
+        raise FileNotFoundError(errno.ENOENT, "no such file or directory", target.name)
+    return os.open(target.name, _READ_FLAGS, dir_fd=target.directory)
+
+
+def read_prefix(directory: int, name: str, limit: int) -> bytes | None:
+    """Up to `limit` bytes of the regular file `name` in `directory`, or None when it is
+    missing or not a regular file (a symlink, a pipe)."""
     try:
-        with os.fdopen(descriptor, "wb") as handle:
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        temporary.replace(path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
-def _existing_mode(path: Path) -> int | None:
-    try:
-        return stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
+        descriptor = os.open(name, _READ_FLAGS, dir_fd=directory)
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # a symlink
+            return None
+        raise
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        return handle.read(limit)
+
+
+def replace_file(target: Target, data: bytes) -> None:
+    """Put `data` at the target so that readers see the old file or the new one, never a
+    mix: missing directories are created, the bytes go to a temporary file in the same
+    opened directory, are fsynced, and the temporary file is renamed over the name. On
+    any failure the temporary file is removed and the old file is untouched.
+
+    An existing file keeps its permission bits, and its owner when we run as root. Other
+    hard links to it keep the old content: writing through them in place would not be
+    atomic, and a link could lead to a file outside the workspace.
+    """
+    if target.name is None:
+        raise IsADirectoryError(errno.EISDIR, "is a directory", ".")
+    with _parent_directory(target) as directory:
+        # Cut in bytes: with the padding, a long name in a multibyte script would otherwise
+        # pass the 255-byte limit on names that the target itself respects.
+        stem = os.fsdecode(os.fsencode(target.name)[:200])
+        temporary = f".{stem}.{secrets.token_hex(6)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        descriptor = os.open(temporary, flags, 0o666, dir_fd=directory)
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                _keep_mode_and_owner(handle.fileno(), target.info)
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.rename(temporary, target.name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            with suppress(FileNotFoundError):
+                os.unlink(temporary, dir_fd=directory)
+            raise
+        with suppress(OSError):  # make the rename itself durable where the system allows
+            os.fsync(directory)
+
+
+def _keep_mode_and_owner(descriptor: int, existing: os.stat_result | None) -> None:
+    if existing is None:
+        return
+    os.fchmod(descriptor, stat.S_IMODE(existing.st_mode))
+    if os.geteuid() == 0:  # root's new file would otherwise take a user's file from them
+        os.fchown(descriptor, existing.st_uid, existing.st_gid)
+
+
+@contextmanager
+def _parent_directory(target: Target) -> Iterator[int]:
+    """The opened directory the target's name goes in, creating missing ones one at a time
+    (each opened with O_NOFOLLOW, so a symlink planted meanwhile fails the write)."""
+    if not target.missing:
+        yield target.directory
+        return
+    with ExitStack() as opened:
+        directory = target.directory
+        for name in target.missing:
+            with suppress(FileExistsError):
+                os.mkdir(name, 0o777, dir_fd=directory)
+            directory = os.open(name, _DIRECTORY_FLAGS, dir_fd=directory)
+            opened.callback(os.close, directory)
+        yield directory
 
 
 def is_binary(data: bytes) -> bool:
@@ -105,46 +377,115 @@ def is_binary(data: bytes) -> bool:
     return False
 
 
+# Walking
+
+
 @dataclass(frozen=True, slots=True)
 class WorkspaceEntry:
-    """One path found by `walk_workspace`; `path` is the entry itself, not its target."""
+    """One entry found by `Workspace.walk`. `directory` is an open descriptor of the
+    directory that holds it, valid only until the walk moves on."""
 
-    path: Path
+    relative: PurePosixPath
+    directory: int
     is_dir: bool
     is_symlink: bool
 
+    @property
+    def name(self) -> str:
+        return self.relative.name
 
-def walk_workspace(workspace: Path, start: Path) -> Iterator[WorkspaceEntry]:
-    """Every entry below `start`, depth first in name order.
 
-    Skipped directories are neither listed nor entered, symlinks are never entered, and a
-    symlink whose target lies outside the workspace (or is missing) is left out.
+class WalkFilter(Protocol):
+    """Leaves entries out of a walk (`.gitignore` rules); learns each directory entered."""
+
+    def entering(self, directory: int, relative: PurePosixPath) -> WalkFilter: ...
+
+    def excludes(self, relative: PurePosixPath, *, is_dir: bool) -> bool: ...
+
+
+def walk_below(
+    workspace: Workspace, start: Target, walk_filter: WalkFilter | None = None
+) -> Iterator[WorkspaceEntry]:
+    """Every entry below the directory `start`, depth first in name order.
+
+    Skipped directories (by name, and the state folder and `.git` by identity, whatever
+    they are called) are neither listed nor entered. Symlinks are never entered, and are
+    listed only when they lead to something inside that the tools may read.
     """
-    yield from _walk(workspace.resolve(), start)
+    with ExitStack() as stack:
+        root = stack.enter_context(workspace.opened_root())
+        skipped = {workspace.identity(root, name) for name in (STATE_DIR, VCS_DIR)} - {None}
+        top = open_for_reading(start)
+        stack.callback(os.close, top)
+        if not stat.S_ISDIR(os.fstat(top).st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", start.name)
+        walk = _DirectoryWalk(workspace, root, skipped)
+        yield from walk.below(top, start.relative, walk_filter)
 
 
-def _walk(root: Path, directory: Path) -> Iterator[WorkspaceEntry]:
-    try:
-        with os.scandir(directory) as scan:
-            entries = sorted(scan, key=attrgetter("name"))
-    except OSError:  # unreadable or vanished: there is nothing we may list
-        return
-    for entry in entries:
-        path = Path(entry.path)
-        if entry.is_symlink():
-            if _target_inside(root, path):
-                yield WorkspaceEntry(path, is_dir=entry.is_dir(), is_symlink=True)
-        elif entry.is_dir():
-            if entry.name not in SKIPPED_DIRECTORIES:
-                yield WorkspaceEntry(path, is_dir=True, is_symlink=False)
-                yield from _walk(root, path)
-        else:
-            yield WorkspaceEntry(path, is_dir=False, is_symlink=False)
+@dataclass(frozen=True, slots=True)
+class _DirectoryWalk:
+    workspace: Workspace
+    root: int
+    skipped: set[FileId | None]
+
+    def below(
+        self, directory: int, relative: PurePosixPath, walk_filter: WalkFilter | None
+    ) -> Iterator[WorkspaceEntry]:
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=attrgetter("name"))
+        except OSError:  # unreadable or vanished: there is nothing we may list
+            return
+        if walk_filter is not None:
+            walk_filter = walk_filter.entering(directory, relative)
+        for entry in entries:
+            path = relative / entry.name
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if walk_filter is not None and walk_filter.excludes(path, is_dir=is_dir):
+                continue
+            if entry.is_symlink():
+                leads_to_directory = self._readable_link(path)
+                if leads_to_directory is not None:
+                    yield WorkspaceEntry(path, directory, leads_to_directory, is_symlink=True)
+            elif not is_dir:
+                yield WorkspaceEntry(path, directory, is_dir=False, is_symlink=False)
+            elif entry.name not in SKIPPED_DIRECTORIES:
+                yield from self._subdirectory(directory, path, walk_filter)
+
+    def _subdirectory(
+        self, parent: int, path: PurePosixPath, walk_filter: WalkFilter | None
+    ) -> Iterator[WorkspaceEntry]:
+        try:
+            child = os.open(path.name, _DIRECTORY_FLAGS, dir_fd=parent)
+        except OSError:  # swapped for a symlink, unreadable or gone: not ours to enter
+            return
+        try:
+            if _file_id(os.fstat(child)) in self.skipped:
+                return
+            yield WorkspaceEntry(path, parent, is_dir=True, is_symlink=False)
+            yield from self.below(child, path, walk_filter)
+        finally:
+            os.close(child)
+
+    def _readable_link(self, path: PurePosixPath) -> bool | None:
+        """Whether the link leads to a directory; None when it leads nowhere we may read."""
+        try:
+            with self.workspace.resolve(self.root, path.as_posix(), follow_last=True) as target:
+                location = self.workspace.location(self.root, target)
+                if target.info is None or read_refusal(location) is not None:
+                    return None
+                return stat.S_ISDIR(target.info.st_mode)
+        except (WorkspacePathError, OSError):
+            return None
 
 
-def _target_inside(root: Path, link: Path) -> bool:
-    target = Path(os.path.realpath(link))
-    return target.exists() and target.is_relative_to(root)
+def open_entry(entry: WorkspaceEntry) -> int:
+    """A read-only descriptor of a walked entry, opened without following a symlink."""
+    return os.open(entry.name, _READ_FLAGS, dir_fd=entry.directory)
+
+
+# Globs
 
 
 def compile_glob(pattern: str) -> re.Pattern[str]:

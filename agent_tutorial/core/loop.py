@@ -282,7 +282,10 @@ class AgentRunner:
 
     def _guarded_invoke(self, parsed: ParsedCall) -> ToolResult:
         for guard in self.guards:
-            checked = guard.before_call(parsed)
+            try:
+                checked = guard.before_call(parsed)
+            except OSError as error:  # a path the policy could not look at: tell the model
+                return tool_error("io_error", f"{type(error).__name__}: {error}")
             if isinstance(checked, ToolResult):
                 return checked
             parsed = checked

@@ -20,12 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePath
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from agent_tutorial.adapters.filesystem import WorkspacePathError, resolve_workspace_path
+from agent_tutorial.core.paths import WorkspacePathError, WorkspacePaths, write_refusal
 from agent_tutorial.core.tools import Effect, ParsedCall, ToolResult, tool_error
 
 Decision: TypeAlias = Literal["allow", "ask", "deny"]
@@ -36,9 +35,6 @@ DecisionSource: TypeAlias = Literal[
 ]
 
 _STRENGTH: dict[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
-
-# Writes here would let the agent rewrite git hooks or its own configuration and hooks.
-PROTECTED_DIRECTORIES = (".git", ".agent_tutorial")
 
 # What lets one bash command line run more than the command at its start: separators,
 # pipes, background `&`, redirections (`> .git/hooks/x`) and substitutions. Quoted text is
@@ -146,7 +142,7 @@ class PermissionPolicy:
 
     def __init__(
         self,
-        workspace: Path,
+        workspace: WorkspacePaths,
         *,
         mode: PermissionMode = "ask",
         rules: Sequence[PermissionRule] = (),
@@ -157,7 +153,7 @@ class PermissionPolicy:
             raise ValueError(
                 f"permission mode must be one of {get_args(PermissionMode)}, got {mode!r}"
             )
-        self.workspace = workspace.resolve()
+        self.workspace = workspace
         self.mode: PermissionMode = mode
         self.rules = tuple(rules)
         self.approver = approver
@@ -202,14 +198,14 @@ class PermissionPolicy:
         if parsed.tool.effect != "write" or parsed.tool.subject_field is None:
             return None
         try:
-            target = resolve_workspace_path(self.workspace, parsed.subject)
+            location = self.workspace.locate(parsed.subject)
         except WorkspacePathError as error:
             return f"{parsed.tool.name} may only write inside the workspace: {error}"
-        protected = _protected_part(target.relative_to(self.workspace))
+        protected = write_refusal(location)
         if protected is not None:
             return (
-                f"{parsed.tool.name} may not write into {protected}/ "
-                f"({parsed.subject!r} resolves to {target}); no mode or rule can allow this"
+                f"{parsed.tool.name} may not write into {protected} ({parsed.subject!r} "
+                f"resolves to {location.relative}); no mode or rule can allow this"
             )
         return None
 
@@ -229,10 +225,10 @@ class PermissionPolicy:
         if parsed.tool.effect == "execute" or not subject:
             return (subject,)
         try:
-            target = resolve_workspace_path(self.workspace, subject)
+            location = self.workspace.locate(subject)
         except WorkspacePathError:
             return (subject,)
-        return (subject, target.relative_to(self.workspace).as_posix())
+        return (subject, location.relative.as_posix())
 
     def _default_decision(self, parsed: ParsedCall) -> DecisionRecord:
         effect = parsed.tool.effect
@@ -273,15 +269,6 @@ def _rule_applies(rule: PermissionRule, parsed: ParsedCall, subjects: Sequence[s
     if parsed.tool.effect == "execute" and _SHELL_CHAINING.search(parsed.subject):
         return False
     return rule.matches(parsed.tool.name, subjects[-1:])
-
-
-def _protected_part(relative: PurePath) -> str | None:
-    # casefold: on case-insensitive filesystems `.GIT/config` is `.git/config`.
-    for part in relative.parts:
-        for protected in PROTECTED_DIRECTORIES:
-            if part.casefold() == protected:
-                return protected
-    return None
 
 
 def _no_terminal_reason(parsed: ParsedCall, record: DecisionRecord) -> str:

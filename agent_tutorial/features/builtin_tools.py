@@ -1,7 +1,9 @@
 """The chapter-2 tools: bash, read_file, write_file, edit_file, glob and grep.
 
-Every path goes through `resolve_workspace_path`, so no tool reads or writes outside the
-workspace. Expected failures raise `ToolFailure` and reach the model as `tool_error`s.
+Every path is resolved through open directory descriptors of the workspace
+(`adapters/filesystem.py`), so no tool reads or writes outside it, even while someone swaps
+a directory for a symlink. Expected failures raise `ToolFailure` and reach the model as
+`tool_error`s.
 """
 
 from __future__ import annotations
@@ -10,25 +12,30 @@ import codecs
 import os
 import re
 import stat
+import time
 import warnings
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, ParamSpec
 
+import regex
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_tutorial.adapters.filesystem import (
     BINARY_SNIFF_BYTES,
+    ProtectedPathError,
+    Target,
+    Workspace,
     WorkspacePathError,
     compile_glob,
     is_binary,
-    resolve_workspace_path,
-    walk_workspace,
-    workspace_relative,
-    write_text_atomic,
+    open_entry,
+    open_for_reading,
+    replace_file,
 )
+from agent_tutorial.adapters.gitignore import search_walk
 from agent_tutorial.adapters.shell import CommandResult, run_command
 from agent_tutorial.core.tools import ToolDefinition, ToolFailure, ToolResult, tool_success
 
@@ -46,6 +53,8 @@ MAX_TEXT_FILE_BYTES = 10 * 1024 * 1024
 GLOB_RESULT_LIMIT = 500
 GREP_MATCH_LIMIT = 200
 GREP_LINE_CHAR_LIMIT = 300
+GREP_TIME_BUDGET_S = 10.0
+"""Seconds one grep call may search before it stops and returns the matches so far."""
 
 
 class _ToolInput(BaseModel):
@@ -98,6 +107,9 @@ class GlobInput(_ToolInput):
         '"**/test_*.{py,pyi}". `*` stays inside one directory; `**/` spans any depth.',
     )
     path: str = Field(default=".", description="The directory to search in.")
+    include_ignored: bool = Field(
+        default=False, description="Also search what .gitignore ignores in a git repository."
+    )
 
 
 class GrepInput(_ToolInput):
@@ -111,6 +123,9 @@ class GrepInput(_ToolInput):
         default=None,
         description='Only search files matching this glob, such as "*.py" (without a "/" it '
         'matches file names at any depth) or "src/**/*.ts" (relative to `path`).',
+    )
+    include_ignored: bool = Field(
+        default=False, description="Also search what .gitignore ignores in a git repository."
     )
 
 
@@ -134,6 +149,7 @@ def bash_tool(workspace: Path, *, hidden_env: Collection[str] = ()) -> ToolDefin
 
 
 def file_tools(workspace: Path) -> list[ToolDefinition]:
+    files = Workspace(workspace)
     read_file = ToolDefinition(
         name="read_file",
         description=(
@@ -141,10 +157,11 @@ def file_tools(workspace: Path) -> list[ToolDefinition]:
             "number, a tab, then the text; the number and tab are not part of the file. "
             f"Returns up to {READ_DEFAULT_LIMIT} lines from `offset` and says how to read on; "
             f"lines longer than {LINE_CHAR_LIMIT} characters are cut. Binary files and "
-            "directories are refused."
+            "directories are refused, and so is .agent_tutorial/ except its artifacts/ and "
+            "skills/."
         ),
         input_model=ReadFileInput,
-        handler=partial(_read_file, workspace),
+        handler=partial(_read_file, files),
         effect="read",
         subject_field="path",
     )
@@ -156,7 +173,7 @@ def file_tools(workspace: Path) -> list[ToolDefinition]:
             "file, prefer edit_file."
         ),
         input_model=WriteFileInput,
-        handler=partial(_write_file, workspace),
+        handler=partial(_write_file, files),
         effect="write",
         subject_field="path",
     )
@@ -168,24 +185,33 @@ def file_tools(workspace: Path) -> list[ToolDefinition]:
             "first so old_text matches it character for character."
         ),
         input_model=EditFileInput,
-        handler=partial(_edit_file, workspace),
+        handler=partial(_edit_file, files),
         effect="write",
         subject_field="path",
     )
     return [read_file, write_file, edit_file]
 
 
-def search_tools(workspace: Path) -> list[ToolDefinition]:
+_SKIPS = (
+    "Skips .git, .venv, node_modules, caches and .agent_tutorial, and in a git repository "
+    "what .gitignore ignores (include_ignored=true looks there too); a path you name "
+    "explicitly is always searched."
+)
+
+
+def search_tools(
+    workspace: Path, *, grep_time_budget_s: float = GREP_TIME_BUDGET_S
+) -> list[ToolDefinition]:
+    files = Workspace(workspace)
     glob = ToolDefinition(
         name="glob",
         description=(
             "Find files and directories in the workspace whose path matches a glob. Returns "
             "sorted workspace-relative paths (directories end in /), at most "
-            f"{GLOB_RESULT_LIMIT}. Skips .git, .venv, node_modules, caches and "
-            ".agent_tutorial."
+            f"{GLOB_RESULT_LIMIT}. {_SKIPS}"
         ),
         input_model=GlobInput,
-        handler=partial(_glob, workspace),
+        handler=partial(_glob, files),
         effect="read",
         subject_field="pattern",
     )
@@ -194,11 +220,11 @@ def search_tools(workspace: Path) -> list[ToolDefinition]:
         description=(
             "Search text files in the workspace for a regular expression. Returns "
             "`path:line:text` for each matching line, at most "
-            f"{GREP_MATCH_LIMIT}. Binary files and .git, .venv, node_modules, caches and "
-            ".agent_tutorial are skipped."
+            f"{GREP_MATCH_LIMIT}, and stops after {grep_time_budget_s:g} s with the matches "
+            f"so far. Binary files are skipped. {_SKIPS}"
         ),
         input_model=GrepInput,
-        handler=partial(_grep, workspace),
+        handler=partial(_grep, files, grep_time_budget_s),
         effect="read",
         subject_field="pattern",
     )
@@ -240,6 +266,41 @@ def _describe_run(result: CommandResult) -> str:
     return f"{body}[{status} · {result.total_bytes} bytes of output]"
 
 
+# paths: every handler below maps the path errors the workspace raises to tool errors
+
+_Handler = ParamSpec("_Handler")
+
+
+def _path_errors(handler: Callable[_Handler, ToolResult]) -> Callable[_Handler, ToolResult]:
+    """The handler's last argument is its tool input, with the `path` the model gave."""
+
+    @wraps(handler)
+    def checked(*args: _Handler.args, **kwargs: _Handler.kwargs) -> ToolResult:
+        try:
+            return handler(*args, **kwargs)
+        except ProtectedPathError as error:
+            raise ToolFailure("protected_path", str(error)) from None
+        except WorkspacePathError as error:
+            raise ToolFailure("path_outside_workspace", str(error)) from None
+        except NotADirectoryError:
+            raise ToolFailure(
+                "not_a_directory",
+                f"{getattr(args[-1], 'path', '')!r} goes through a file, not a directory",
+            ) from None
+
+    return checked
+
+
+def _existing(target: Target, given: str) -> os.stat_result:
+    if target.info is None:
+        raise ToolFailure("not_found", f"{given!r} does not exist")
+    return target.info
+
+
+def _place(target: Target) -> str:
+    return "the workspace" if target.name is None else target.relative.as_posix()
+
+
 # read_file
 
 
@@ -250,20 +311,23 @@ class _LineWindow:
     more_follows: bool
 
 
-def _read_file(workspace: Path, arguments: ReadFileInput) -> ToolResult:
-    real = _existing_path(workspace, arguments.path)
-    if real.is_dir():
-        raise ToolFailure("is_directory", f"{arguments.path!r} is a directory; use glob to list it")
+@_path_errors
+def _read_file(files: Workspace, arguments: ReadFileInput) -> ToolResult:
     limit = arguments.limit or READ_DEFAULT_LIMIT
-    with _open_regular_file(real, arguments.path) as handle:
-        if b"\0" in handle.read(BINARY_SNIFF_BYTES):
-            raise _binary_file(arguments.path)
-        handle.seek(0)
-        try:
-            window = _read_window(handle, arguments.offset, limit)
-        except UnicodeDecodeError:
-            raise _binary_file(arguments.path) from None
-    shown_as = workspace_relative(workspace, real)
+    with files.target(arguments.path) as target:
+        if stat.S_ISDIR(_existing(target, arguments.path).st_mode):
+            raise ToolFailure(
+                "is_directory", f"{arguments.path!r} is a directory; use glob to list it"
+            )
+        with _open_regular_file(open_for_reading(target), arguments.path) as handle:
+            if b"\0" in handle.read(BINARY_SNIFF_BYTES):
+                raise _binary_file(arguments.path)
+            handle.seek(0)
+            try:
+                window = _read_window(handle, arguments.offset, limit)
+            except UnicodeDecodeError:
+                raise _binary_file(arguments.path) from None
+    shown_as = target.relative.as_posix()
     if not window.lines:
         if window.lines_seen == 0:
             return tool_success(f"({shown_as} is empty)")
@@ -330,59 +394,69 @@ def _number_lines(window: _LineWindow) -> str:
 # write_file and edit_file
 
 
-def _write_file(workspace: Path, arguments: WriteFileInput) -> ToolResult:
-    real = _resolve(workspace, arguments.path)
-    if real.is_dir():
-        raise ToolFailure("is_directory", f"{arguments.path!r} is a directory")
-    existed = real.exists()
-    if existed:
-        _refuse_read_only(real, arguments.path)
-    try:
-        real.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise ToolFailure(
-            "not_a_directory", f"cannot create {arguments.path!r}: a parent of it is a file"
-        ) from None
-    write_text_atomic(real, arguments.content)
+@_path_errors
+def _write_file(files: Workspace, arguments: WriteFileInput) -> ToolResult:
+    with files.target(arguments.path, for_writing=True) as target:
+        if target.info is not None:
+            _check_writable(target, arguments.path)
+        replace_file(target, arguments.content.encode("utf-8"))
     size = len(arguments.content.encode("utf-8"))
-    verb = "Overwrote" if existed else "Created"
-    return tool_success(f"{verb} {workspace_relative(workspace, real)} ({size} bytes).")
+    verb = "Overwrote" if target.exists else "Created"
+    return tool_success(f"{verb} {target.relative.as_posix()} ({size} bytes).{_links(target)}")
 
 
-def _edit_file(workspace: Path, arguments: EditFileInput) -> ToolResult:
-    real = _existing_path(workspace, arguments.path)
-    _refuse_read_only(real, arguments.path)
-    text = _text_of(real, arguments.path)
-    old_text, new_text = arguments.old_text, arguments.new_text
-    count = text.count(old_text)
-    if count == 0:
-        raise ToolFailure("no_match", _no_match_message(arguments.path, text, old_text))
-    if count > 1 and not arguments.replace_all:
-        raise ToolFailure(
-            "multiple_matches",
-            f"old_text occurs {count} times in {arguments.path!r}; include more surrounding "
-            "text to make it unique, or set replace_all",
-        )
-    if old_text == new_text:
-        raise ToolFailure("no_change", "old_text and new_text are identical")
-    first_line = text.count("\n", 0, text.index(old_text)) + 1
-    replaced = count if arguments.replace_all else 1
-    write_text_atomic(real, text.replace(old_text, new_text, replaced))
+@_path_errors
+def _edit_file(files: Workspace, arguments: EditFileInput) -> ToolResult:
+    with files.target(arguments.path, for_writing=True) as target:
+        _existing(target, arguments.path)
+        _check_writable(target, arguments.path)
+        text = _text_of(open_for_reading(target), arguments.path)
+        old_text, new_text = arguments.old_text, arguments.new_text
+        count = text.count(old_text)
+        if count == 0:
+            raise ToolFailure("no_match", _no_match_message(arguments.path, text, old_text))
+        if count > 1 and not arguments.replace_all:
+            raise ToolFailure(
+                "multiple_matches",
+                f"old_text occurs {count} times in {arguments.path!r}; include more "
+                "surrounding text to make it unique, or set replace_all",
+            )
+        if old_text == new_text:
+            raise ToolFailure("no_change", "old_text and new_text are identical")
+        first_line = text.count("\n", 0, text.index(old_text)) + 1
+        replaced = count if arguments.replace_all else 1
+        replace_file(target, text.replace(old_text, new_text, replaced).encode("utf-8"))
     occurrences = "1 occurrence" if replaced == 1 else f"{replaced} occurrences"
     return tool_success(
-        f"Edited {workspace_relative(workspace, real)}: replaced {occurrences} "
-        f"(first at line {first_line})."
+        f"Edited {target.relative.as_posix()}: replaced {occurrences} "
+        f"(first at line {first_line}).{_links(target)}"
     )
 
 
-def _refuse_read_only(real: Path, given: str) -> None:
+def _check_writable(target: Target, given: str) -> None:
     """The atomic rename would replace a file even where opening it for writing fails, so
     honour the permissions here: a file nobody may write is one the user protected."""
-    mode = real.stat().st_mode
-    if not os.access(real, os.W_OK) or not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+    mode = _existing(target, given).st_mode
+    if stat.S_ISDIR(mode):
+        raise ToolFailure("is_directory", f"{given!r} is a directory")
+    if not stat.S_ISREG(mode):
+        raise ToolFailure(
+            "not_a_regular_file", f"{given!r} is not a regular file (a pipe, socket or device)"
+        )
+    assert target.name is not None  # only the workspace root has no name, and it is a directory
+    writable = os.access(target.name, os.W_OK, dir_fd=target.directory)
+    if not writable or not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise ToolFailure(
             "read_only", f"{given!r} is read-only; ask the user before changing its permissions"
         )
+
+
+def _links(target: Target) -> str:
+    """Say so when other hard links keep the old content (the rename replaced one name)."""
+    others = target.info.st_nlink - 1 if target.info is not None else 0
+    if others < 1:
+        return ""
+    return f" Its {others} other hard link(s) still hold the old content."
 
 
 def _no_match_message(given: str, text: str, old_text: str) -> str:
@@ -395,18 +469,19 @@ def _no_match_message(given: str, text: str, old_text: str) -> str:
 # glob and grep
 
 
-def _glob(workspace: Path, arguments: GlobInput) -> ToolResult:
-    base = _existing_path(workspace, arguments.path)
-    if not base.is_dir():
-        raise ToolFailure("not_a_directory", f"{arguments.path!r} is not a directory")
+@_path_errors
+def _glob(files: Workspace, arguments: GlobInput) -> ToolResult:
     matcher = _compile_glob(arguments.pattern)
-    found = sorted(
-        workspace_relative(workspace, entry.path) + ("/" if entry.is_dir else "")
-        for entry in walk_workspace(workspace, base)
-        if matcher.fullmatch(entry.path.relative_to(base).as_posix())
-    )
+    with files.target(arguments.path) as base:
+        if not stat.S_ISDIR(_existing(base, arguments.path).st_mode):
+            raise ToolFailure("not_a_directory", f"{arguments.path!r} is not a directory")
+        found = sorted(
+            entry.relative.as_posix() + ("/" if entry.is_dir else "")
+            for entry in search_walk(files, base, include_ignored=arguments.include_ignored)
+            if matcher.fullmatch(entry.relative.relative_to(base.relative).as_posix())
+        )
     if not found:
-        return tool_success(f"No paths match {arguments.pattern!r} in {_place(workspace, base)}.")
+        return tool_success(f"No paths match {arguments.pattern!r} in {_place(base)}.")
     lines = found[:GLOB_RESULT_LIMIT]
     if len(found) > GLOB_RESULT_LIMIT:
         more = len(found) - GLOB_RESULT_LIMIT
@@ -414,39 +489,82 @@ def _glob(workspace: Path, arguments: GlobInput) -> ToolResult:
     return tool_success("\n".join(lines))
 
 
-def _grep(workspace: Path, arguments: GrepInput) -> ToolResult:
-    regex = _compile_regex(arguments.pattern)
-    start = _existing_path(workspace, arguments.path)
-    oversized: list[str] = []
-    if start.is_dir():
-        texts = _searchable_texts(workspace, start, arguments.glob, oversized)
-    else:
-        texts = iter([(workspace_relative(workspace, start), _text_of(start, arguments.path))])
-    matches: list[str] = []
-    for shown_as, text in texts:
-        for number, line in _matching_lines(text, regex):
-            if len(matches) == GREP_MATCH_LIMIT:
-                matches.append(
+class _GrepTimeout(Exception):
+    pass
+
+
+@dataclass
+class _GrepRun:
+    """One grep call's matches, within its match limit and its time budget."""
+
+    regex: regex.Pattern[str]
+    deadline: float
+    matches: list[str]
+
+    def search(self, shown_as: str, text: str) -> bool:
+        """Collect the matching lines of one file; False once the match limit is hit."""
+        for number, line in _numbered_lines(text):
+            remaining = self.deadline - time.monotonic()
+            try:
+                found = remaining > 0 and self.regex.search(line, timeout=remaining)
+            except TimeoutError:
+                found = False
+                remaining = 0
+            if remaining <= 0:
+                raise _GrepTimeout
+            if not found:
+                continue
+            if len(self.matches) == GREP_MATCH_LIMIT:
+                self.matches.append(
                     f"[stopped after {GREP_MATCH_LIMIT} matches; narrow the pattern, path or glob]"
                 )
-                return tool_success("\n".join(matches))
-            matches.append(f"{shown_as}:{number}:{_clip(line)}")
+                return False
+            self.matches.append(f"{shown_as}:{number}:{_clip(line)}")
+        return True
+
+
+@_path_errors
+def _grep(files: Workspace, budget_s: float, arguments: GrepInput) -> ToolResult:
+    run = _GrepRun(_compile_regex(arguments.pattern), time.monotonic() + budget_s, [])
+    oversized: list[str] = []
+    with files.target(arguments.path) as start:
+        try:
+            for shown_as, text in _grep_texts(files, start, arguments, oversized):
+                if not run.search(shown_as, text):
+                    return tool_success("\n".join(run.matches))
+        except _GrepTimeout:
+            so_far = "\n".join(run.matches) or "(none)"
+            raise ToolFailure(
+                "timeout",
+                f"grep stopped after its {budget_s:g} s budget (a pattern that backtracks "
+                f"badly, or a large tree; narrow the pattern or the path). Matches so far:\n"
+                f"{so_far}",
+            ) from None
     if oversized:
-        matches.append(
+        run.matches.append(
             f"[skipped {len(oversized)} files over {MAX_TEXT_FILE_BYTES} bytes "
             f"(search them with bash): {', '.join(oversized[:5])}]"
         )
-    if not matches:
-        return tool_success(f"No matches for {arguments.pattern!r} in {_place(workspace, start)}.")
-    return tool_success("\n".join(matches))
+    if not run.matches:
+        return tool_success(f"No matches for {arguments.pattern!r} in {_place(start)}.")
+    return tool_success("\n".join(run.matches))
 
 
-def _compile_regex(pattern: str) -> re.Pattern[str]:
+def _grep_texts(
+    files: Workspace, start: Target, arguments: GrepInput, oversized: list[str]
+) -> Iterator[tuple[str, str]]:
+    if stat.S_ISDIR(_existing(start, arguments.path).st_mode):
+        return _searchable_texts(files, start, arguments, oversized)
+    return iter([(start.relative.as_posix(), _text_of(open_for_reading(start), arguments.path))])
+
+
+def _compile_regex(pattern: str) -> regex.Pattern[str]:
+    """The `regex` module: `re`'s syntax, plus a timeout `re` cannot offer mid-match."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # "possible nested set" and kin
-            return re.compile(pattern)
-    except (re.error, OverflowError, RecursionError) as error:
+            return regex.compile(pattern)
+    except (regex.error, OverflowError, RecursionError) as error:
         raise ToolFailure(
             "invalid_regex", f"{pattern!r} is not a valid Python regular expression: {error}"
         ) from None
@@ -460,39 +578,38 @@ def _compile_glob(pattern: str) -> re.Pattern[str]:
 
 
 def _searchable_texts(
-    workspace: Path, start: Path, glob: str | None, oversized: list[str]
+    files: Workspace, start: Target, arguments: GrepInput, oversized: list[str]
 ) -> Iterator[tuple[str, str]]:
     """Workspace-relative name and text of each text file below `start`; symlinks are not
     followed, binary files are skipped and files too large are noted in `oversized`."""
+    glob = arguments.glob
     matcher = _compile_glob(glob) if glob else None
     match_name_only = glob is not None and "/" not in glob
-    for entry in walk_workspace(workspace, start):
+    for entry in search_walk(files, start, include_ignored=arguments.include_ignored):
         if entry.is_dir or entry.is_symlink:
             continue
         if matcher is not None:
-            relative = entry.path.relative_to(start).as_posix()
-            if not matcher.fullmatch(entry.path.name if match_name_only else relative):
+            relative = entry.relative.relative_to(start.relative).as_posix()
+            if not matcher.fullmatch(entry.name if match_name_only else relative):
                 continue
-        shown_as = workspace_relative(workspace, entry.path)
+        shown_as = entry.relative.as_posix()
         try:
-            text = _text_of(entry.path, shown_as)
+            text = _text_of(open_entry(entry), shown_as)
         except ToolFailure as skipped:
             if skipped.code == "file_too_large":
                 oversized.append(shown_as)
             continue
-        except OSError:  # unreadable (permissions) or vanished: skip, as grep -s does
+        except OSError:  # unreadable, vanished or swapped for a symlink: skip, as grep -s does
             continue
         yield shown_as, text
 
 
-def _matching_lines(text: str, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+def _numbered_lines(text: str) -> Iterator[tuple[int, str]]:
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()  # the final newline ends the last line; it does not start another
     for number, line in enumerate(lines, start=1):
-        content = line.removesuffix("\r")
-        if regex.search(content):
-            yield number, content
+        yield number, line.removesuffix("\r")
 
 
 def _clip(line: str) -> str:
@@ -501,33 +618,12 @@ def _clip(line: str) -> str:
     return line[:GREP_LINE_CHAR_LIMIT] + " …"
 
 
-# paths and text
+# text
 
 
-def _resolve(workspace: Path, given: str) -> Path:
-    try:
-        return resolve_workspace_path(workspace, given)
-    except WorkspacePathError as error:
-        raise ToolFailure("path_outside_workspace", str(error)) from None
-
-
-def _existing_path(workspace: Path, given: str) -> Path:
-    real = _resolve(workspace, given)
-    if not real.exists():
-        raise ToolFailure("not_found", f"{given!r} does not exist")
-    return real
-
-
-def _place(workspace: Path, real: Path) -> str:
-    shown_as = workspace_relative(workspace, real)
-    return "the workspace" if shown_as == "." else shown_as
-
-
-def _text_of(real: Path, given: str) -> str:
+def _text_of(descriptor: int, given: str) -> str:
     """The whole text of a file that edit_file and grep may work on."""
-    if real.is_dir():
-        raise ToolFailure("is_directory", f"{given!r} is a directory")
-    with _open_regular_file(real, given) as handle:
+    with _open_regular_file(descriptor, given) as handle:
         data = handle.read(BINARY_SNIFF_BYTES)
         if b"\0" in data:  # most binary files show themselves early: read no further
             raise _binary_file(given)
@@ -544,15 +640,14 @@ def _text_of(real: Path, given: str) -> str:
     return data.decode("utf-8")
 
 
-def _open_regular_file(real: Path, given: str) -> BinaryIO:
-    """Open a file for reading, refusing pipes, sockets and devices.
-
-    O_NONBLOCK keeps the open itself from waiting forever for a named pipe's writer; the
-    check on the open descriptor cannot be fooled by a swap after a separate stat.
-    """
-    descriptor = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+def _open_regular_file(descriptor: int, given: str) -> BinaryIO:
+    """Wrap a descriptor opened for reading, refusing directories, pipes, sockets and
+    devices: the check is on the open descriptor, so no swap after it can fool it."""
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):
         os.close(descriptor)
+        if stat.S_ISDIR(mode):
+            raise ToolFailure("is_directory", f"{given!r} is a directory")
         raise ToolFailure(
             "not_a_regular_file", f"{given!r} is not a regular file (a pipe, socket or device)"
         )

@@ -3,6 +3,7 @@ calls to make with what the request offers (bash only, file tools, or chapter 8'
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,7 +23,8 @@ from agent_tutorial.adapters.demo.script import (
     Script,
     SourceFile,
 )
-from agent_tutorial.adapters.filesystem import SKIPPED_DIRECTORIES, walk_workspace
+from agent_tutorial.adapters.filesystem import SKIPPED_DIRECTORIES, Workspace, WorkspaceEntry
+from agent_tutorial.adapters.gitignore import search_walk
 from agent_tutorial.core.model import ToolSpec
 
 READ_LINES = 80
@@ -49,20 +51,22 @@ def plan_tour(workspace: Path, tools: Mapping[str, ToolSpec], *, long_session: b
 
 def find_source_files(workspace: Path) -> tuple[SourceFile, ...]:
     """Python and Markdown files, largest first (ties by path), seen as glob sees them."""
-    found = [
-        SourceFile(entry.path.relative_to(workspace.resolve()).as_posix(), size)
-        for entry in walk_workspace(workspace, workspace.resolve())
-        if not entry.is_dir
-        and not entry.is_symlink
-        and entry.path.name.endswith(SOURCE_SUFFIXES)
-        and (size := _size_of(entry.path)) is not None
-    ]
+    files = Workspace(workspace)
+    with files.target(".") as root:
+        found = [
+            SourceFile(entry.relative.as_posix(), size)
+            for entry in search_walk(files, root)
+            if not entry.is_dir
+            and not entry.is_symlink
+            and entry.name.endswith(SOURCE_SUFFIXES)
+            and (size := _size_of(entry)) is not None
+        ]
     return tuple(sorted(found, key=lambda file: (-file.size, file.path)))
 
 
-def _size_of(path: Path) -> int | None:
+def _size_of(entry: WorkspaceEntry) -> int | None:
     try:
-        return path.stat().st_size
+        return os.stat(entry.name, dir_fd=entry.directory, follow_symlinks=False).st_size
     except OSError:  # vanished while we looked
         return None
 
