@@ -30,13 +30,13 @@ from pydantic_settings import (
 )
 
 from agent_tutorial.core.hooks import HooksConfig
+from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
 from agent_tutorial.core.tools import describe_validation_error
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 
 DEMO_MODEL = "demo"
-STATE_DIR = ".agent_tutorial"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
@@ -132,6 +132,7 @@ def user_config_path() -> Path:
 def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None) -> Settings:
     """Merge every source for `workspace`; raise `ConfigError` with a readable message."""
     state_dir = workspace / STATE_DIR
+    refuse_symlinked_state_dir(state_dir)
     given = {key: value for key, value in (flags or {}).items() if value is not None}
     toml_layers = _with_lists_added_up(
         [_read_toml(user_config_path()), _read_toml(state_dir / "config.toml")]
@@ -193,6 +194,16 @@ def _setting_keys(settings_cls: type[BaseSettings]) -> frozenset[str]:
         if isinstance(alias, AliasChoices):
             keys.update(choice.lower() for choice in alias.choices if isinstance(choice, str))
     return frozenset(keys)
+
+
+def refuse_symlinked_state_dir(state_dir: Path) -> None:
+    """A state folder that is a symlink could hand the agent settings and hooks from
+    anywhere, and tools could not tell what is protected; nothing is loaded from one."""
+    if state_dir.is_symlink():
+        raise ConfigError(
+            f"{state_dir} is a symlink; settings, hooks and skills are read from a real "
+            "directory only"
+        )
 
 
 def _check_base_url(base_url: str | None) -> None:

@@ -122,3 +122,33 @@ def make_terminal(workspace: Path, loopback: LoopbackServer) -> Iterator[Callabl
     yield start
     for terminal in started:
         terminal.close()
+
+
+@pytest.fixture
+def run_cli_process(workspace: Path, loopback: LoopbackServer) -> Callable[..., CliRun]:
+    """Runs `agent-tutorial ARGS` as a real process against the loopback server, in
+    `workspace`; it fails the test if the process outlives `timeout_s`."""
+    import subprocess
+    import sys
+
+    def invoke(*args: str, env: dict[str, str] | None = None, timeout_s: float = 60) -> CliRun:
+        environment = {
+            **os.environ,
+            "OPENAI_BASE_URL": loopback.base_url,
+            "OPENAI_API_KEY": TEST_API_KEY,
+            "AGENT_TUTORIAL_MODEL": "loopback-model",
+            **(env or {}),
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "agent_tutorial", *args],
+            cwd=workspace,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+        return CliRun(done.returncode, done.stdout, done.stderr)
+
+    return invoke

@@ -21,6 +21,7 @@ from agent_tutorial.adapters.filesystem import (
     is_binary,
     resolve_workspace_path,
 )
+from agent_tutorial.core.paths import STATE_DIR
 from agent_tutorial.core.tools import ToolDefinition, ToolFailure, ToolResult, tool_success
 
 SKILL_FILE = "SKILL.md"
@@ -28,7 +29,7 @@ SKILL_FILE = "SKILL.md"
 # the user's own, git-ignored configuration, which the agent itself may not write
 # (chapter 3), so nothing committed to `skills/`, or written there by the agent, can
 # replace a skill the user installed.
-SKILL_LOCATIONS = (Path("skills"), Path(".agent_tutorial") / "skills")
+SKILL_LOCATIONS = (Path("skills"), Path(STATE_DIR) / "skills")
 MAX_SKILL_BYTES = 64 * 1024  # the whole body enters the context; 64 KiB is ~16k tokens
 MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1_024
@@ -189,6 +190,10 @@ def _manifests(workspace: Path, location: Path, problems: list[SkillProblem]) ->
     """Workspace-relative `SKILL.md` paths under `location`, in name order."""
     root = workspace / location
     if not root.is_dir():
+        return
+    if location.parts[0] == STATE_DIR and (workspace / STATE_DIR).is_symlink():
+        reason = f"refused: {STATE_DIR} is a symlink; skills are read from a real directory only"
+        problems.append(SkillProblem(location, reason))
         return
     try:
         resolve_workspace_path(workspace, location.as_posix())
