@@ -270,8 +270,11 @@ def test_writes_outside_or_into_protected_directories_are_denied_in_every_mode(
     allow_everything = PermissionRule(tool="*", behavior="allow")
     approver = ScriptedApprover()  # must never be asked
     policy = PermissionPolicy(
-        Workspace(workspace), mode=mode, rules=[allow_everything], approver=approver
-    )  # type: ignore[arg-type]
+        Workspace(workspace),
+        mode=mode,  # type: ignore[arg-type]
+        rules=[allow_everything],
+        approver=approver,
+    )
     for path in _escaping_paths(workspace):
         record = policy.decide(parse("write_file", path=path))
         assert (record.decision, record.source) == ("deny", "boundary"), path
@@ -443,6 +446,20 @@ def test_accept_edits_lets_the_write_through_in_the_loop(workspace: Path) -> Non
     policy = PermissionPolicy(Workspace(workspace), mode="accept-edits")
     AgentRunner(model, make_tools(), guards=[policy]).run("write a.txt")
     assert (workspace / "a.txt").read_text() == "x"
+
+
+def test_a_path_the_policy_cannot_examine_is_a_paired_io_error(workspace: Path) -> None:
+    (workspace / "loop").symlink_to("loop")
+    write = tool_call("call_w", "write_file", '{"path": "loop/a.txt", "content": "x"}')
+    model = ScriptedModel([tool_reply(write), text_reply("carried on")])
+    policy = PermissionPolicy(Workspace(workspace), mode="auto")
+
+    runner = AgentRunner(model, make_tools(), guards=[policy])
+
+    assert runner.run("write it").final_text == "carried on"
+    validate_tool_pairing(runner.history)
+    tool_result = next(m for m in runner.history if isinstance(m, ToolMessage))
+    assert tool_result.content.startswith("Error [io_error]: OSError: [Errno 40]")
 
 
 # --- the terminal prompt ------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -17,6 +19,8 @@ from agent_tutorial.features.builtin_tools import (
     MAX_TEXT_FILE_BYTES,
     search_tools,
 )
+from tests.conftest import CliRun
+from tests.loopback import LoopbackServer, text_stream, tool_stream
 
 
 def run_tool(workspace: Path, name: str, **arguments: object) -> ToolResult:
@@ -262,3 +266,117 @@ def test_grep_skips_files_too_large_and_names_them(workspace: Path) -> None:
         f"small.txt:1:needle\n[skipped 1 files over {MAX_TEXT_FILE_BYTES} bytes "
         "(search them with bash): huge.log]"
     )
+
+
+# grep's time budget
+
+CATASTROPHIC = r"^x|(a+)+$"
+"""Backtracks for minutes on a long run of `a`s with no match at its end."""
+
+
+def crafted_files(workspace: Path) -> None:
+    make_files(workspace, {"a.txt": "x marks the spot\n", "b.txt": "a" * 100_000 + "b\n"})
+
+
+def test_grep_stops_at_its_time_budget_with_the_matches_so_far(workspace: Path) -> None:
+    crafted_files(workspace)
+    registry = ToolRegistry(search_tools(workspace, grep_time_budget_s=0.5))
+
+    result = registry.run(
+        tool_call("call-1", "grep", orjson.dumps({"pattern": CATASTROPHIC}).decode())
+    )
+
+    assert result.error_code == "timeout"
+    assert result.content.endswith("Matches so far:\na.txt:1:x marks the spot")
+
+
+def test_a_catastrophic_grep_through_the_cli_returns_in_time(
+    workspace: Path, loopback: LoopbackServer, run_cli_process: Callable[..., CliRun]
+) -> None:
+    crafted_files(workspace)
+    loopback.queue(
+        tool_stream([("call_1", "grep", {"pattern": CATASTROPHIC})]), text_stream("gave up")
+    )
+
+    run = run_cli_process(
+        "run", "-c", "2", "-p", "find it", env={"AGENT_TUTORIAL_GREP_TIME_BUDGET_S": "0.5"}
+    )
+
+    assert run.exit_code == 0, run.stderr
+    (tool_message,) = [m for m in loopback.requests[1]["messages"] if m["role"] == "tool"]
+    assert tool_message["content"].startswith(
+        "Error [timeout]: grep stopped after its 0.5 s budget"
+    )
+
+
+# .gitignore
+
+
+@pytest.fixture
+def repository(workspace: Path) -> Path:
+    """A git repository with ignored files at the root, nested, and through info/exclude."""
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    make_files(
+        workspace,
+        {
+            ".gitignore": "*.log\nbuild/\n!keep.log\n",
+            "src/.gitignore": "generated.py\n",
+            "src/app.py": "needle\n",
+            "src/generated.py": "needle\n",
+            "debug.log": "needle\n",
+            "keep.log": "needle\n",
+            "build/out.txt": "needle\n",
+            "local/notes.txt": "needle\n",
+        },
+    )
+    (workspace / ".git" / "info").mkdir(exist_ok=True)
+    (workspace / ".git" / "info" / "exclude").write_text("local/\n")
+    return workspace
+
+
+SEARCHED = [".gitignore", "keep.log", "src/.gitignore", "src/app.py"]
+
+
+def test_glob_leaves_out_what_gitignore_ignores(repository: Path) -> None:
+    result = run_tool(repository, "glob", pattern="**/*")
+
+    assert result.content.splitlines() == [".gitignore", "keep.log", "src/", *SEARCHED[2:]]
+
+
+def test_grep_leaves_out_what_gitignore_ignores(repository: Path) -> None:
+    result = run_tool(repository, "grep", pattern="needle")
+
+    assert result.content.splitlines() == ["keep.log:1:needle", "src/app.py:1:needle"]
+
+
+def test_include_ignored_searches_ignored_files_too(repository: Path) -> None:
+    result = run_tool(repository, "grep", pattern="needle", include_ignored=True)
+
+    assert [line.split(":")[0] for line in result.content.splitlines()] == [
+        "build/out.txt",
+        "debug.log",
+        "keep.log",
+        "local/notes.txt",
+        "src/app.py",
+        "src/generated.py",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "found"),
+    [("build", "build/out.txt"), ("debug.log", "debug.log"), ("local", "local/notes.txt")],
+)
+def test_an_ignored_path_named_explicitly_is_searched(
+    repository: Path, path: str, found: str
+) -> None:
+    result = run_tool(repository, "grep", pattern="needle", path=path)
+
+    assert result.content == f"{found}:1:needle"
+
+
+def test_gitignore_does_not_apply_outside_a_git_repository(workspace: Path) -> None:
+    make_files(workspace, {".gitignore": "*.log\n", "debug.log": "needle\n"})
+
+    result = run_tool(workspace, "grep", pattern="needle")
+
+    assert result.content == "debug.log:1:needle"

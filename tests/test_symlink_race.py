@@ -27,6 +27,8 @@ RACE_SECONDS = float(
     os.environ.get("AGENT_TUTORIAL_RACE_SECONDS") or (20 if os.environ.get("CI") else 3)
 )
 OUTSIDE_SECRET = "OUTSIDE-SECRET"
+CALL_BATCHES = 4
+"""Each model turn calls every file tool this many times (turns cost an HTTP round trip)."""
 
 SWAPPER = """
 import ctypes, os, sys
@@ -89,13 +91,15 @@ def attack_turns(loopback: LoopbackServer, seconds: float) -> Callable[[dict[str
             return text_stream(f"done after {turn - 1} turns")
         loopback.queue(reply)
         return tool_stream(
-            [
-                (f"r{turn}", "read_file", {"path": "dir/inside.txt"}),
-                (f"g{turn}", "grep", {"pattern": "INSIDE", "path": "dir"}),
-                (f"l{turn}", "glob", {"pattern": "**/*", "path": "dir"}),
-                (f"w{turn}", "write_file", {"path": f"dir/new-{turn}.txt", "content": "x"}),
+            call
+            for copy in range(CALL_BATCHES)
+            for call in [
+                (f"r{turn}-{copy}", "read_file", {"path": "dir/inside.txt"}),
+                (f"g{turn}-{copy}", "grep", {"pattern": "INSIDE", "path": "dir"}),
+                (f"l{turn}-{copy}", "glob", {"pattern": "**/*", "path": "dir"}),
+                (f"w{turn}-{copy}", "write_file", {"path": f"dir/{turn}-{copy}", "content": "x"}),
                 (
-                    f"e{turn}",
+                    f"e{turn}-{copy}",
                     "edit_file",
                     {"path": "dir/inside.txt", "old_text": "INSIDE", "new_text": "INSIDE!"},
                 ),
