@@ -40,6 +40,11 @@ from agent_tutorial.features.context_window import (
     MeteredModel,
     request_utf8_bytes,
 )
+from agent_tutorial.features.project_instructions import (
+    InstructionsError,
+    ProjectInstructions,
+    read_project_instructions,
+)
 from agent_tutorial.features.skills import SkillRegistry, load_skill_tool
 from agent_tutorial.features.subagents import (
     SUBAGENT_MAX_TURNS,
@@ -89,6 +94,8 @@ class Agent:
     compaction: CompactionManager | None = None
     todos: TodoTracker | None = None
     skills: SkillRegistry | None = None
+    instructions: ProjectInstructions | None = None
+    """AGENTS.md (or CLAUDE.md) as read into the system prompt (chapter 7)."""
 
 
 @dataclass
@@ -129,6 +136,8 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     if Capability.SKILLS in profile:
         agent.skills = _discover_skills(workspace, events)
         tools.register(load_skill_tool(agent.skills))
+    if Capability.PROJECT_INSTRUCTIONS in profile:
+        agent.instructions = _project_instructions(workspace, deps.settings, events)
     model = deps.model
     if Capability.COMPACTION in profile:
         model = MeteredModel(deps.model, agent.context_meter)
@@ -178,13 +187,16 @@ def _history_budget(agent: Agent, tools: ToolRegistry) -> HistoryBudget:
 
 
 def _system_prompt(agent: Agent, *, subagent: bool = False) -> str:
-    """The base prompt, one line of guidance per capability, and the skill catalog."""
+    """The base prompt, one line of guidance per capability, the project's instructions
+    (always on) and the skill catalog (loaded on demand)."""
     parts = [BASE_PROMPT.format(workspace=agent.workspace)]
     parts += [
         text
         for capability, text in CHAPTER_GUIDANCE.items()
         if capability in agent.profile and not (subagent and capability in PARENT_ONLY_GUIDANCE)
     ]
+    if agent.instructions is not None:
+        parts.append(agent.instructions.prompt_text())
     if agent.skills is not None:
         parts.append(agent.skills.catalog_text())
     return "\n\n".join(part for part in parts if part)
@@ -319,6 +331,21 @@ def _child_runner(deps: AgentDeps, parent: Agent, guards: Sequence[CallGuard]) -
         guards=guards,
         events=EventBus([NestingSink(deps.events, depth=1)]),
     )
+
+
+def _project_instructions(
+    workspace: Path, settings: Settings, events: EventBus
+) -> ProjectInstructions | None:
+    limit = settings.project_instructions_max_bytes
+    try:
+        instructions = read_project_instructions(workspace, limit)
+    except InstructionsError as error:
+        events.emit(Notice("warning", str(error)))
+        return None
+    note = instructions.truncation_note(limit) if instructions else None
+    if note is not None:
+        events.emit(Notice("warning", note))
+    return instructions
 
 
 def _discover_skills(workspace: Path, events: EventBus) -> SkillRegistry:

@@ -99,6 +99,10 @@ class Settings(BaseSettings):
     max_stdin_bytes: int = Field(default=1024 * 1024, ge=1)
     """The most piped standard input `run` accepts as (part of) the prompt; more is refused."""
 
+    project_instructions_max_bytes: int = Field(default=32 * 1024, ge=1)
+    """How much of AGENTS.md (or CLAUDE.md) goes into the system prompt (chapter 7 on);
+    the rest is cut, with a one-line warning."""
+
     permission_mode: PermissionMode = "ask"
     """ask, accept-edits or auto; see chapter 3."""
 

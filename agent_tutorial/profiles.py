@@ -21,6 +21,7 @@ class Capability(Enum):
     TODOS = "todos"
     SUBAGENTS = "subagents"
     SKILLS = "skills"
+    PROJECT_INSTRUCTIONS = "project_instructions"
     ARTIFACTS = "artifacts"
     COMPACTION = "compaction"
 
@@ -50,7 +51,7 @@ P03 = P02.plus(3, "Permission policy", Capability.PERMISSIONS)
 P04 = P03.plus(4, "Hooks", Capability.HOOKS)
 P05 = P04.plus(5, "Todo planning", Capability.TODOS)
 P06 = P05.plus(6, "Subagents", Capability.SUBAGENTS)
-P07 = P06.plus(7, "Skills", Capability.SKILLS)
+P07 = P06.plus(7, "Skills", Capability.SKILLS, Capability.PROJECT_INSTRUCTIONS)
 P08 = P07.plus(8, "Context compaction", Capability.ARTIFACTS, Capability.COMPACTION)
 
 PROFILES: tuple[ChapterProfile, ...] = (P01, P02, P03, P04, P05, P06, P07, P08)

@@ -31,8 +31,10 @@ from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.model import ModelError
 from agent_tutorial.features.artifact_catalog import list_artifacts
 from agent_tutorial.features.compaction import CompactionError, history_utf8_bytes
+from agent_tutorial.features.project_instructions import ProjectInstructions
 from agent_tutorial.features.sessions import SessionError, find_session, list_sessions
 from agent_tutorial.features.todos import render_plan
+from agent_tutorial.profiles import Capability
 from agent_tutorial.render import (
     TerminalRenderer,
     artifact_table,
@@ -335,6 +337,8 @@ class Repl:
         artifacts = list_artifacts(self.conversation.setup.workspace)
         stored = format_bytes(sum(info.size for info in artifacts))
         table.add_row("artifacts", f"{len(artifacts)} file(s), {stored}")
+        if Capability.PROJECT_INSTRUCTIONS in agent.profile:
+            table.add_row("project instructions", _instructions_text(agent.instructions))
         table.add_row("last usage", _usage_text(self.summary))
         totals = self.summary.usage
         table.add_row(
@@ -429,6 +433,15 @@ def large_prompt_warning(size: int, threshold: int, agent: Agent) -> Text:
         f"this message is {format_bytes(size)}, over the {format_bytes(threshold)} "
         f"summary threshold; {consequence}.",
     )
+
+
+def _instructions_text(instructions: ProjectInstructions | None) -> str:
+    """`AGENTS.md, 1.2 KB (always in the system prompt)`, or why there are none."""
+    if instructions is None:
+        return "none (no AGENTS.md or CLAUDE.md at the workspace root)"
+    sent = format_bytes(len(instructions.text.encode()))
+    cut = f", cut from {format_bytes(instructions.size)}" if instructions.truncated else ""
+    return f"{instructions.file_name}, {sent}{cut} (always in the system prompt)"
 
 
 def _usage_text(summary: RunSummary) -> str:

@@ -23,7 +23,7 @@ ADDED_BY_CHAPTER = {
     4: {Capability.HOOKS},
     5: {Capability.TODOS},
     6: {Capability.SUBAGENTS},
-    7: {Capability.SKILLS},
+    7: {Capability.SKILLS, Capability.PROJECT_INSTRUCTIONS},
     8: {Capability.ARTIFACTS, Capability.COMPACTION},
 }
 

@@ -37,7 +37,7 @@ from agent_tutorial.repl import (
 )
 from agent_tutorial.run_summary import RunSummary
 from tests.conftest import TEST_API_KEY
-from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
+from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
 
 ENTER, ALT_ENTER, CTRL_C, CTRL_D = "\r", "\x1b\r", "\x03", "\x04"
 MODEL = "loopback-model"
@@ -171,6 +171,35 @@ def test_context_shows_canonical_and_next_request_sizes_and_usage(
     assert re.search(r"compaction\s+nothing compacted yet", shown)
     assert re.search(r"artifacts\s+0 file\(s\), 0 B", shown)
     assert re.search(r"last usage\s+1,234 prompt \+ 56 completion tokens", shown)
+
+
+def test_context_shows_the_project_instructions_in_the_system_prompt(
+    make_repl: MakeRepl, workspace: Path
+) -> None:
+    (workspace / "AGENTS.md").write_text("Run make check before finishing.\n")
+    harness = make_repl(chapter=7)
+
+    harness.drive("/context")
+
+    assert re.search(
+        r"project instructions\s+AGENTS\.md, 33 B \(always in the system prompt\)",
+        harness.stdout.getvalue(),
+    )
+
+
+def test_context_says_unknown_for_tokens_no_call_reported(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    chunks = text_stream("an answer").sse_events
+    assert chunks is not None
+    loopback.queue(Reply(sse_events=chunks[:-1]))  # no usage chunk, as some servers send
+    harness = make_repl()
+
+    harness.drive("a question", "/context")
+
+    assert re.search(
+        r"tokens so far\s+unknown prompt \+ unknown completion", harness.stdout.getvalue()
+    )
 
 
 def test_context_before_any_turn_reports_an_empty_history(make_repl: MakeRepl) -> None:
