@@ -32,10 +32,13 @@ from agent_tutorial.conversation import Conversation, ConversationSetup
 from agent_tutorial.core.loop import AgentRunner, TurnInterrupted
 from agent_tutorial.core.messages import (
     ToolMessage,
+    assistant_message,
     tool_call,
     tool_message,
+    user_message,
     validate_tool_pairing,
 )
+from agent_tutorial.core.model import ModelReply, ModelRequest
 from agent_tutorial.core.tools import ToolRegistry
 from agent_tutorial.features.builtin_tools import bash_tool
 from agent_tutorial.features.sessions import latest_session, load_session
@@ -271,7 +274,31 @@ def test_ctrl_c_while_the_model_answers_runs_no_tool_and_the_repl_goes_on(
     assert "interrupted; the conversation goes on" in repl_at_chapter_2.stderr.getvalue()
     assert not (workspace / "ran.txt").exists()
     sent = [m for m in loopback.requests[1]["messages"] if m["role"] != "system"]
-    assert sent == [{"role": "user", "content": "first"}, {"role": "user", "content": "second"}]
+    assert sent == [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "[interrupted by the user]"},
+        {"role": "user", "content": "second"},
+    ]
+
+
+def test_ctrl_c_mid_answer_keeps_what_streamed_as_an_interrupted_reply(workspace: Path) -> None:
+    def half_an_answer(request: ModelRequest) -> ModelReply:
+        assert request.on_text is not None
+        request.on_text("The first half")
+        raise KeyboardInterrupt
+
+    model = ScriptedModel([half_an_answer, text_reply("the whole answer")])
+    runner = bash_runner(workspace, model)
+    with pytest.raises(TurnInterrupted):
+        runner.run("explain")
+
+    runner.run("go on")
+
+    assert model.requests[1].messages[-3:] == (
+        user_message("explain"),
+        assistant_message("The first half\n\n[interrupted by the user]"),
+        user_message("go on"),
+    )
 
 
 @dataclass

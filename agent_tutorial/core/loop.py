@@ -27,6 +27,7 @@ from agent_tutorial.core.messages import (
     ChatMessage,
     ToolCall,
     ToolMessage,
+    assistant_message,
     system_message,
     tool_message,
     user_message,
@@ -138,6 +139,9 @@ class RunResult:
     usage: Usage
 
 
+INTERRUPTED_ANSWER = "[interrupted by the user]"
+
+
 class AgentRunner:
     def __init__(
         self,
@@ -172,6 +176,7 @@ class AgentRunner:
             if isinstance(message, AssistantMessage)
             for call in message.tool_calls
         }  # kept as messages are appended, so a long session never rescans its history
+        self._streamed: list[str] = []  # the text of the reply being received
 
     def run(self, prompt: str) -> RunResult:
         for guard in self.turn_guards:
@@ -197,6 +202,17 @@ class AgentRunner:
         raise MaxTurnsExceeded(f"stopped after {self.max_turns} turns without a final answer")
 
     def _ask_model(self) -> ModelReply:
+        """The model's reply; Ctrl-C before it is complete still ends the turn with an
+        assistant message (what had streamed, marked as interrupted), so the next prompt
+        does not follow the last one with no reply between them."""
+        self._streamed.clear()
+        try:
+            return self._ask_model_uninterrupted()
+        except KeyboardInterrupt:
+            self._append(assistant_message(_interrupted_answer("".join(self._streamed))))
+            raise TurnInterrupted("interrupted while the model was answering") from None
+
+    def _ask_model_uninterrupted(self) -> ModelReply:
         request_history = self.context.prepare(self.history)
         try:
             reply = self._complete(request_history)
@@ -228,6 +244,7 @@ class AgentRunner:
         return self.model.complete(request)
 
     def _emit_text(self, text: str) -> None:
+        self._streamed.append(text)
         self.events.emit(TextDelta(text))
 
     def _check_finish(self, reply: ModelReply) -> None:
@@ -320,6 +337,12 @@ class AgentRunner:
         if isinstance(message, AssistantMessage):
             self._call_ids.update(call.id for call in message.tool_calls)
         self.events.emit(MessageAppended(message))
+
+
+def _interrupted_answer(streamed: str) -> str:
+    if not streamed.strip():
+        return INTERRUPTED_ANSWER
+    return f"{streamed.rstrip()}\n\n{INTERRUPTED_ANSWER}"
 
 
 def _interrupted_result() -> ToolResult:
