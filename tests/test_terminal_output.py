@@ -94,3 +94,16 @@ def test_streamed_one_shot_answer_at_40_columns_loses_no_word(
     shown = terminal.unwrapped_text()  # plain text, wrapped by the terminal itself
     for sentence in (PARAGRAPH, BULLET, CODE_LINE.format(code="`make test`")):
         assert sentence in shown
+
+
+def test_the_toolbar_fits_an_80_column_terminal_with_a_long_model_name(
+    make_terminal: MakeTerminal,
+) -> None:
+    model = "Qwen/Qwen2.5-Coder-32B-Instruct-GPTQ-Int4"
+    terminal = make_terminal(
+        "run", "--chapter", "8", columns=80, env={"AGENT_TUTORIAL_MODEL": model}
+    )
+
+    terminal.wait_for(lambda: "of summary" in terminal.lines()[-1], "the whole toolbar")
+
+    assert terminal.lines()[-1].startswith(" ch8 · Qwen/Qwen2.5-Coder-32B-… · ")
