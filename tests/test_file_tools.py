@@ -306,6 +306,30 @@ def test_edit_file_through_a_symlink_inside_edits_the_target_and_keeps_the_link(
     assert (workspace / "real.txt").read_text() == "new\n"
 
 
+def test_overwrite_says_that_other_hard_links_keep_the_old_content(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("old\n")
+    os.link(workspace / "a.txt", workspace / "b.txt")
+
+    result = run_tool(workspace, "write_file", path="a.txt", content="new\n")
+
+    assert result.content == (
+        "Overwrote a.txt (4 bytes). Its 1 other hard link(s) still hold the old content."
+    )
+    assert (workspace / "b.txt").read_text() == "old\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_an_edit_as_root_keeps_the_owner_of_the_file(workspace: Path) -> None:
+    target = workspace / "owned.txt"
+    target.write_text("x\n")
+    os.chown(target, 1234, 5678)
+
+    run_tool(workspace, "edit_file", path="owned.txt", old_text="x", new_text="y")
+
+    assert target.read_text() == "y\n"
+    assert (target.stat().st_uid, target.stat().st_gid) == (1234, 5678)
+
+
 # the helpers underneath
 
 

@@ -7,7 +7,9 @@ A skill is `<workspace>/skills/<name>/SKILL.md` or `<workspace>/.agent_tutorial/
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +19,12 @@ import yaml
 from pydantic import BaseModel, Field
 
 from agent_tutorial.adapters.filesystem import (
+    ProtectedPathError,
+    Target,
+    Workspace,
     WorkspacePathError,
     is_binary,
+    open_for_reading,
     resolve_workspace_path,
 )
 from agent_tutorial.core.paths import STATE_DIR
@@ -230,15 +236,15 @@ def _load_skill(workspace: Path, manifest: Path) -> Skill:
 
 
 def _read_manifest(workspace: Path, manifest: Path) -> str:
+    """Read through the same descriptor walk as the file tools, so a manifest that leads
+    outside, or into the state folder's own files, is refused however it gets there."""
     try:
-        resolved = resolve_workspace_path(workspace, manifest.as_posix())
+        with Workspace(workspace).target(manifest.as_posix()) as target:
+            data = _regular_file_prefix(target, MAX_SKILL_BYTES + 1)
+    except ProtectedPathError as error:
+        raise _BrokenManifest(f"refused: {error}") from None
     except WorkspacePathError:
         raise _BrokenManifest("refused: it resolves outside the workspace") from None
-    if not resolved.is_file():  # also keeps a FIFO from blocking the read forever
-        raise _BrokenManifest("unreadable: not a regular file")
-    try:
-        with resolved.open("rb") as file:
-            data = file.read(MAX_SKILL_BYTES + 1)
     except OSError as error:
         raise _BrokenManifest(f"unreadable: {_os_reason(error)}") from None
     if len(data) > MAX_SKILL_BYTES:
@@ -246,6 +252,16 @@ def _read_manifest(workspace: Path, manifest: Path) -> str:
     if is_binary(data):
         raise _BrokenManifest("binary file: not UTF-8 text")
     return data.decode("utf-8").removeprefix("\ufeff")
+
+
+def _regular_file_prefix(target: Target, limit: int) -> bytes:
+    # Checked on the open descriptor: a FIFO would block the read forever.
+    if target.info is None or not stat.S_ISREG(target.info.st_mode):
+        raise _BrokenManifest("unreadable: not a regular file")
+    with os.fdopen(open_for_reading(target), "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise _BrokenManifest("unreadable: not a regular file")
+        return file.read(limit)
 
 
 def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
