@@ -53,7 +53,8 @@ SKIPPED_DIRECTORIES = frozenset(
 )
 """Directories a workspace walk does not enter: version control, environments, caches."""
 
-_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""How a directory is opened below another: never through a symlink."""
 # O_NONBLOCK: opening a named pipe must not wait forever for a writer.
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -95,13 +96,13 @@ class Workspace:
     def locate(self, given: str) -> Location:
         with ExitStack() as stack:
             root = stack.enter_context(self.opened_root())
-            target = stack.enter_context(self.resolve(root, given, follow_last=True))
+            target = stack.enter_context(self.resolve(root, given))
             return self.location(root, target)
 
     @contextmanager
     def target(self, given: str, *, for_writing: bool = False) -> Iterator[Target]:
         """Resolve `given` and hold it open; refuses what the tools may not touch there."""
-        with self.opened_root() as root, self.resolve(root, given, follow_last=True) as target:
+        with self.opened_root() as root, self.resolve(root, given) as target:
             location = self.location(root, target)
             refusal = write_refusal(location) if for_writing else read_refusal(location)
             if refusal is not None:
@@ -118,7 +119,7 @@ class Workspace:
             os.close(descriptor)
 
     @contextmanager
-    def resolve(self, root: int, given: str, *, follow_last: bool) -> Iterator[Target]:
+    def resolve(self, root: int, given: str) -> Iterator[Target]:
         if "\0" in given:
             raise WorkspacePathError(f"{given!r} is not a valid path")
         walk = _Walk(root, given, self)
@@ -126,7 +127,7 @@ class Workspace:
             parts = self.inside_parts(given)
             if parts is None:
                 raise walk.outside()
-            yield walk.run(parts, follow_last=follow_last)
+            yield walk.run(parts)
         finally:
             walk.close()
 
@@ -156,7 +157,7 @@ class Workspace:
     def identity(self, root: int, name: str) -> FileId | None:
         """The identity of the directory `name` at the root leads to, if it is inside."""
         try:
-            with self.resolve(root, name, follow_last=True) as found:
+            with self.resolve(root, name) as found:
                 if found.info is None or not stat.S_ISDIR(found.info.st_mode):
                     return None
                 return _file_id(found.info)
@@ -178,7 +179,7 @@ class _Walk:
             os.close(descriptor)
         self.stack.clear()
 
-    def run(self, parts: list[str], *, follow_last: bool) -> Target:
+    def run(self, parts: list[str]) -> Target:
         pending = deque(_names(parts))
         missing: list[str] = []
         hops = 0
@@ -193,7 +194,7 @@ class _Walk:
             info = self._lstat(part)
             if info is None:
                 missing.append(part)
-            elif stat.S_ISLNK(info.st_mode) and (pending or follow_last):
+            elif stat.S_ISLNK(info.st_mode):
                 hops += 1
                 if hops > MAX_SYMLINK_HOPS:
                     raise OSError(errno.ELOOP, "too many levels of symbolic links", self.given)
@@ -233,7 +234,7 @@ class _Walk:
         if not stat.S_ISDIR(info.st_mode):
             raise NotADirectoryError(errno.ENOTDIR, "a parent of it is not a directory", self.given)
         # Swapped for a symlink since the lstat: O_NOFOLLOW makes this fail, not follow.
-        descriptor = os.open(name, _DIRECTORY_FLAGS, dir_fd=self.stack[-1][0])
+        descriptor = os.open(name, DIRECTORY_FLAGS, dir_fd=self.stack[-1][0])
         self.stack.append((descriptor, name, _file_id(os.fstat(descriptor))))
 
     def _target(self, name: str | None, info: os.stat_result | None, missing: list[str]) -> Target:
@@ -361,7 +362,7 @@ def _parent_directory(target: Target) -> Iterator[int]:
         for name in target.missing:
             with suppress(FileExistsError):
                 os.mkdir(name, 0o777, dir_fd=directory)
-            directory = os.open(name, _DIRECTORY_FLAGS, dir_fd=directory)
+            directory = os.open(name, DIRECTORY_FLAGS, dir_fd=directory)
             opened.callback(os.close, directory)
         yield directory
 
@@ -414,7 +415,11 @@ def walk_below(
     """
     with ExitStack() as stack:
         root = stack.enter_context(workspace.opened_root())
-        skipped = {workspace.identity(root, name) for name in (STATE_DIR, VCS_DIR)} - {None}
+        skipped = {
+            identity
+            for name in (STATE_DIR, VCS_DIR)
+            if (identity := workspace.identity(root, name)) is not None
+        }
         top = open_for_reading(start)
         stack.callback(os.close, top)
         if not stat.S_ISDIR(os.fstat(top).st_mode):
@@ -427,7 +432,7 @@ def walk_below(
 class _DirectoryWalk:
     workspace: Workspace
     root: int
-    skipped: set[FileId | None]
+    skipped: set[FileId]
 
     def below(
         self, directory: int, relative: PurePosixPath, walk_filter: WalkFilter | None
@@ -457,7 +462,7 @@ class _DirectoryWalk:
         self, parent: int, path: PurePosixPath, walk_filter: WalkFilter | None
     ) -> Iterator[WorkspaceEntry]:
         try:
-            child = os.open(path.name, _DIRECTORY_FLAGS, dir_fd=parent)
+            child = os.open(path.name, DIRECTORY_FLAGS, dir_fd=parent)
         except OSError:  # swapped for a symlink, unreadable or gone: not ours to enter
             return
         try:
@@ -471,7 +476,7 @@ class _DirectoryWalk:
     def _readable_link(self, path: PurePosixPath) -> bool | None:
         """Whether the link leads to a directory; None when it leads nowhere we may read."""
         try:
-            with self.workspace.resolve(self.root, path.as_posix(), follow_last=True) as target:
+            with self.workspace.resolve(self.root, path.as_posix()) as target:
                 location = self.workspace.location(self.root, target)
                 if target.info is None or read_refusal(location) is not None:
                     return None

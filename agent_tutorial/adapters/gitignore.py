@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 import pathspec
 
 from agent_tutorial.adapters.filesystem import (
+    DIRECTORY_FLAGS,
     Target,
     WalkFilter,
     Workspace,
@@ -27,7 +28,6 @@ from agent_tutorial.core.paths import VCS_DIR
 
 MAX_IGNORE_FILE_BYTES = 1024 * 1024
 """A larger ignore file is read only this far."""
-_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,7 @@ def _down_to(root: int, relative: PurePosixPath, rules: GitIgnore) -> GitIgnore 
             here /= name
             if rules.excludes(here, is_dir=True):
                 return None
-            child = os.open(name, _DIRECTORY_FLAGS, dir_fd=directory)
+            child = os.open(name, DIRECTORY_FLAGS, dir_fd=directory)
             os.close(directory)
             directory = child
         return rules
@@ -89,11 +89,11 @@ def _down_to(root: int, relative: PurePosixPath, rules: GitIgnore) -> GitIgnore 
 
 def _exclude_layer(root: int) -> list[_Layer]:
     try:
-        git = os.open(VCS_DIR, _DIRECTORY_FLAGS, dir_fd=root)
+        git = os.open(VCS_DIR, DIRECTORY_FLAGS, dir_fd=root)
     except OSError:  # a `.git` file (a worktree or submodule): no info/exclude here
         return []
     try:
-        info = os.open("info", _DIRECTORY_FLAGS, dir_fd=git)
+        info = os.open("info", DIRECTORY_FLAGS, dir_fd=git)
     except OSError:
         return []
     finally:
