@@ -269,6 +269,43 @@ def test_unpaired_starting_history_is_rejected(bench: Bench) -> None:
         AgentRunner(scripted(), bench.registry(), history=[tool_message("x", "c1")])
 
 
+class DropsToolResults(FullContext):
+    """A broken context policy: its requests and recoveries lose the tool results."""
+
+    def prepare(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+        return [message for message in history if not isinstance(message, ToolMessage)]
+
+    def recover_from_overflow(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+        return self.prepare(history)
+
+
+def test_an_unpaired_request_from_the_context_policy_is_never_sent(bench: Bench) -> None:
+    model = scripted(tool_reply(echo("c1", "a")), text_reply("done"))
+    runner = AgentRunner(model, bench.registry(), context=DropsToolResults())
+
+    with pytest.raises(ToolPairingError, match="missing tool result"):
+        runner.run("go")
+
+    assert len(model.requests) == 1  # the first request had nothing to unpair
+
+
+class RecoversWithoutResults(FullContext):
+    def recover_from_overflow(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+        return DropsToolResults().prepare(history)
+
+
+def test_an_unpaired_recovery_is_never_sent(bench: Bench) -> None:
+    history: list[ChatMessage] = [user_message("go"), assistant_message(None, [echo("c1", "a")])]
+    history.append(tool_message("echo: a", "c1"))
+    model = scripted(PromptTooLongError("too long"))
+    runner = AgentRunner(model, bench.registry(), context=RecoversWithoutResults(), history=history)
+
+    with pytest.raises(ToolPairingError):
+        runner.run("again")
+
+    assert len(model.requests) == 1
+
+
 @pytest.mark.parametrize(
     ("finish_reason", "explanation"),
     [("length", "output-token limit"), ("content_filter", "content filter")],

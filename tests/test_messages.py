@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from agent_tutorial.core.messages import (
     AssistantMessage,
     ChatMessage,
+    PairingTracker,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -282,6 +283,40 @@ def test_deleting_any_tool_result_breaks_pairing(
 
     with pytest.raises(ToolPairingError):
         validate_tool_pairing(history[:position] + history[position + 1 :])
+
+
+def test_a_tracker_refuses_a_message_that_would_unpair_and_keeps_its_state() -> None:
+    tracker = PairingTracker.of([user_message("go")])
+    tracker.append(assistant_message(None, [READ]))
+
+    with pytest.raises(ToolPairingError, match=r"missing tool result.*call_1.*message 2"):
+        tracker.append(user_message("too soon"))
+    tracker.append(tool_message("text", READ.id))
+    tracker.append(user_message("now"))
+
+    tracker.check_answered()
+    assert tracker.call_ids == {READ.id}
+
+
+def test_a_tracker_refuses_a_call_id_repeated_within_one_message() -> None:
+    tracker = PairingTracker()
+
+    with pytest.raises(ToolPairingError, match="duplicate tool call id 'call_1'"):
+        tracker.append(assistant_message(None, [READ, READ]))
+    tracker.append(user_message("still usable"))
+
+
+@given(paired_histories())
+def test_a_tracker_fed_one_message_at_a_time_accepts_every_paired_history(
+    history: list[ChatMessage],
+) -> None:
+    tracker = PairingTracker()
+    for message in history:
+        tracker.append(message)
+
+    tracker.check_answered()
+    calls = [c.id for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    assert tracker.call_ids == set(calls)
 
 
 # Groups

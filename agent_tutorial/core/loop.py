@@ -25,6 +25,7 @@ from agent_tutorial.core.events import (
 from agent_tutorial.core.messages import (
     AssistantMessage,
     ChatMessage,
+    PairingTracker,
     ToolCall,
     ToolMessage,
     assistant_message,
@@ -159,7 +160,7 @@ class AgentRunner:
     ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
-        validate_tool_pairing(history)
+        self._pairing = PairingTracker.of(history)  # kept as messages are appended
         self.model = model
         self.tools = tools
         self.system_prompt = system_prompt
@@ -170,12 +171,6 @@ class AgentRunner:
         self.turn_guards = list(turn_guards)
         self.events = events or EventBus()
         self.history: list[ChatMessage] = list(history)  # canonical, append-only
-        self._call_ids = {
-            call.id
-            for message in self.history
-            if isinstance(message, AssistantMessage)
-            for call in message.tool_calls
-        }  # kept as messages are appended, so a long session never rescans its history
         self._streamed: list[str] = []  # the text of the reply being received
 
     def run(self, prompt: str) -> RunResult:
@@ -213,12 +208,12 @@ class AgentRunner:
             raise TurnInterrupted("interrupted while the model was answering") from None
 
     def _ask_model_uninterrupted(self) -> ModelReply:
-        request_history = self.context.prepare(self.history)
+        request_history = self._paired(self.context.prepare(self.history))
         try:
             reply = self._complete(request_history)
         except PromptTooLongError as error:
             try:
-                recovered = self.context.recover_from_overflow(self.history)
+                recovered = self._paired(self.context.recover_from_overflow(self.history))
             except ContextOverflowError as cannot:
                 raise ContextOverflowError(f"{cannot}: {error}") from error
             try:
@@ -227,19 +222,28 @@ class AgentRunner:
                 raise ContextOverflowError(
                     f"still too long after compacting ({again}); try /compact or a fresh session"
                 ) from again
-        reply = replace(reply, message=_with_unique_call_ids(reply.message, self._call_ids))
+        unique = _with_unique_call_ids(reply.message, self._pairing.call_ids)
+        reply = replace(reply, message=unique)
         self.events.emit(ModelReplied(reply.message, reply.finish_reason, reply.usage))
         self._check_finish(reply)
         return reply
 
+    def _paired(self, request_history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+        """The context policy's history, checked unless it is canonical history itself,
+        which `_append` keeps paired."""
+        if request_history is not self.history:
+            validate_tool_pairing(request_history)
+        return request_history
+
     def _complete(self, request_history: Sequence[ChatMessage]) -> ModelReply:
-        validate_tool_pairing(request_history)
-        messages: list[ChatMessage] = []
-        if self.system_prompt:
-            messages.append(system_message(self.system_prompt))
-        messages.extend(request_history)
-        for provider in self.guidance:
-            messages.extend(provider.guidance(self.history, request_history))
+        system = (system_message(self.system_prompt),) if self.system_prompt else ()
+        guidance = [
+            message
+            for provider in self.guidance
+            for message in provider.guidance(self.history, request_history)
+        ]
+        # One tuple, built once: in chapters 1-7 the request is the whole history.
+        messages = (*system, *request_history, *guidance)
         request = make_request(messages, self.tools.specs(), on_text=self._emit_text)
         return self.model.complete(request)
 
@@ -333,9 +337,8 @@ class AgentRunner:
         return None
 
     def _append(self, message: ChatMessage) -> None:
+        self._pairing.append(message)  # a message that would unpair history never enters
         self.history.append(message)
-        if isinstance(message, AssistantMessage):
-            self._call_ids.update(call.id for call in message.tool_calls)
         self.events.emit(MessageAppended(message))
 
 

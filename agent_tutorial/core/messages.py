@@ -143,43 +143,75 @@ def _require_str(value: object, what: str) -> str:
 
 def validate_tool_pairing(history: History) -> None:
     """Raise `ToolPairingError` unless every tool call is answered exactly once, in place."""
-    seen_call_ids: set[str] = set()
-    pending: dict[str, int] = {}  # unanswered call id -> index of the assistant message
-    for index, message in enumerate(history):
+    PairingTracker.of(history)
+
+
+class PairingTracker:
+    """The pairing rule kept as a history grows: each `append` checks one message against
+    the calls seen so far, in time independent of the history's length.
+
+    A history is paired when every message was appended without error and nothing is
+    pending (`check_answered`).
+    """
+
+    def __init__(self) -> None:
+        self.call_ids: set[str] = set()
+        """Every tool call id the history holds."""
+        self._pending: dict[str, int] = {}  # unanswered call id -> index of its assistant message
+        self._length = 0
+
+    @classmethod
+    def of(cls, history: History) -> PairingTracker:
+        """The tracker of a whole history; `ToolPairingError` unless it is paired."""
+        tracker = cls()
+        for message in history:
+            tracker.append(message)
+        tracker.check_answered()
+        return tracker
+
+    def append(self, message: ChatMessage) -> None:
+        """Take in the next message; `ToolPairingError` (and nothing taken in) if it
+        breaks the rule."""
         if isinstance(message, ToolMessage):
-            _check_tool_result(message, index, pending, seen_call_ids)
-            continue
-        _check_nothing_pending(pending, index)
-        if isinstance(message, AssistantMessage):
-            for call in message.tool_calls:
-                if call.id in seen_call_ids:
-                    raise ToolPairingError(f"duplicate tool call id {call.id!r} at message {index}")
-                seen_call_ids.add(call.id)
-                pending[call.id] = index
-    _check_nothing_pending(pending, len(history))
+            self._check_result(message)
+            del self._pending[message.tool_call_id]
+        else:
+            self.check_answered()
+            if isinstance(message, AssistantMessage):
+                self._add_calls(message.tool_calls)
+        self._length += 1
 
+    def check_answered(self) -> None:
+        """`ToolPairingError` if a call still waits for its result."""
+        if self._pending:
+            missing = sorted(self._pending)
+            raise ToolPairingError(
+                f"missing tool result for {missing!r} before message {self._length}"
+            )
 
-def _check_tool_result(
-    message: ToolMessage, index: int, pending: dict[str, int], seen_call_ids: set[str]
-) -> None:
-    call_id = message.tool_call_id
-    if call_id in pending:
-        del pending[call_id]
-        return
-    if call_id in seen_call_ids:
-        raise ToolPairingError(f"duplicate tool result for call {call_id!r} at message {index}")
-    if not pending:
-        raise ToolPairingError(f"orphan tool result {call_id!r} at message {index}")
-    raise ToolPairingError(
-        f"tool result id {call_id!r} at message {index} matches none of the pending calls "
-        f"{sorted(pending)!r}"
-    )
+    def _add_calls(self, calls: Sequence[ToolCall]) -> None:
+        ids: dict[str, int] = {}
+        for call in calls:
+            if call.id in self.call_ids or call.id in ids:
+                raise ToolPairingError(
+                    f"duplicate tool call id {call.id!r} at message {self._length}"
+                )
+            ids[call.id] = self._length
+        self.call_ids.update(ids)
+        self._pending.update(ids)
 
-
-def _check_nothing_pending(pending: dict[str, int], index: int) -> None:
-    if pending:
-        missing = sorted(pending)
-        raise ToolPairingError(f"missing tool result for {missing!r} before message {index}")
+    def _check_result(self, message: ToolMessage) -> None:
+        call_id, index = message.tool_call_id, self._length
+        if call_id in self._pending:
+            return
+        if call_id in self.call_ids:
+            raise ToolPairingError(f"duplicate tool result for call {call_id!r} at message {index}")
+        if not self._pending:
+            raise ToolPairingError(f"orphan tool result {call_id!r} at message {index}")
+        raise ToolPairingError(
+            f"tool result id {call_id!r} at message {index} matches none of the pending calls "
+            f"{sorted(self._pending)!r}"
+        )
 
 
 def iter_message_groups(history: History) -> Iterator[tuple[ChatMessage, ...]]:

@@ -22,7 +22,6 @@ from agent_tutorial.core.messages import (
     iter_message_groups,
     system_message,
     user_message,
-    validate_tool_pairing,
 )
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.compaction import wording
@@ -168,7 +167,6 @@ class CompactionManager:
             self._check_latest_fits(budget)
         for event in self._report.events(request):
             self._emit(event)
-        validate_tool_pairing(request.messages)
         self._prepared = _Prepared(request, self._summary)
         self.last_request_bytes = request.utf8_bytes
         return request.messages
@@ -377,7 +375,6 @@ class CompactionManager:
             )
         state = self._set_summary(summary, transcript, covered_messages=covered)
         recovered = (state.message, *history[covered:])
-        validate_tool_pairing(recovered)
         self._emit_summary(state, transcript, "overflow", cheap.utf8_bytes)
         self.last_request_bytes = size
         return CompactionOutcome(recovered, transcript, summary)
