@@ -425,7 +425,7 @@ def artifacts_list() -> None:
 @artifacts_app.command("show")
 def artifacts_show(
     reference: Annotated[str, typer.Argument(help="An id, id prefix, file name or path.")],
-    raw: Annotated[bool, typer.Option(help="Print the stored bytes as they are.")] = False,
+    raw: Annotated[bool, typer.Option("--raw", help="Print the stored bytes as they are.")] = False,
 ) -> None:
     """Print one artifact in full (a transcript as a table unless --raw)."""
     from agent_tutorial.features.artifact_catalog import ArtifactLookupError, find_artifact
@@ -507,7 +507,7 @@ def sessions_show(
     out.print(messages_table([to_wire(m) for m in loaded.history], title=path.name))
 
 
-@app.command()
+@app.command(short_help="Compare chapter 8's context strategies on one conversation.")
 def bench(
     turns: Annotated[
         int | None, typer.Option(min=1, max=5_000, help="Model calls of the synthetic trace.")

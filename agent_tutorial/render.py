@@ -8,15 +8,16 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from rich.console import Console
-from rich.live import Live
-from rich.markdown import Markdown
+from rich.console import Console, RenderableType
 from rich.status import Status
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 from agent_tutorial.core.events import (
     CompactionApplied,
@@ -203,9 +204,8 @@ class TerminalRenderer:
         if self.markdown:
             self._answer += text
             if self._live is None:
-                self._live = Live(console=self.out, refresh_per_second=8)
-                self._live.start()
-            self._live.update(Markdown(self._answer))
+                self._live = _live_display(self.out)
+            self._live.update(_markdown(self._answer))
             return
         # A piece starts mid-line, where rich cannot know the column: the terminal wraps it.
         self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
@@ -213,7 +213,7 @@ class TerminalRenderer:
 
     def _end_stream(self) -> None:
         if self._live is not None:
-            self._live.update(Markdown(self._answer), refresh=True)
+            self._live.update(_markdown(self._answer), refresh=True)
             self._live.stop()
             if not self.out.is_terminal:
                 self.out.line()  # Live ends its last render with a newline only on a terminal
@@ -237,6 +237,22 @@ def compaction_totals_line(totals: dict[str, list[int]]) -> Text:
     line = Text(f"⚙ compaction this run: {steps}; {saved} saved", style="magenta")
     line.append(" (-v shows every step)", style="dim")
     return line
+
+
+# Markdown (with markdown-it and pygments behind it) is for the REPL only; a one-shot run
+# that prints plain text should not pay for importing it.
+def _live_display(console: Console) -> Live:
+    from rich.live import Live
+
+    live = Live(console=console, refresh_per_second=8)
+    live.start()
+    return live
+
+
+def _markdown(text: str) -> RenderableType:
+    from rich.markdown import Markdown
+
+    return Markdown(text)
 
 
 def decision_line(event: PermissionDecided) -> Text:

@@ -1,0 +1,92 @@
+"""What `agent-tutorial --help`, `--version` and shell completion show."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_tutorial import __version__
+from agent_tutorial.cli import app
+
+COMMAND = Path(sys.executable).with_name("agent-tutorial")
+
+
+def help_text(*command: str) -> str:
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def command_paths() -> list[tuple[str, ...]]:
+    """Every command and sub-command, read from the help itself."""
+    found: list[tuple[str, ...]] = [()]
+    for path in found:
+        text = help_text(*path)
+        if "Commands:" in text:
+            listed = text.split("Commands:", 1)[1]
+            found += [(*path, name) for name in re.findall(r"^  (\S+)  ", listed, re.M)]
+    return found
+
+
+def test_version_prints_the_package_version() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+
+    assert result.exit_code == 0
+    assert result.output == f"agent-tutorial {__version__}\n"
+
+
+def test_every_help_page_is_free_of_doubled_negative_flags() -> None:
+    paths = command_paths()
+
+    assert ("run",) in paths and ("sessions", "list") in paths
+    for path in paths:
+        assert "--no-no-" not in help_text(*path), path
+
+
+def test_command_summaries_are_whole_sentences_not_cut_with_dots() -> None:
+    for path in command_paths():
+        text = help_text(*path)
+        if "Commands:" in text:
+            for line in text.split("Commands:", 1)[1].splitlines():
+                assert not line.rstrip().endswith("..."), (path, line)
+
+
+def test_run_help_keeps_its_sentences_together() -> None:
+    text = " ".join(help_text("run").split())
+
+    assert "the piped input comes first, as context." in text
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_completion_script_is_offered_for_common_shells(shell: str) -> None:
+    done = subprocess.run(
+        [str(COMMAND), "--show-completion", shell],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "_AGENT_TUTORIAL_COMPLETE" in done.stdout
+
+
+def test_completion_offers_the_output_formats() -> None:
+    environment = {
+        **os.environ,
+        "_AGENT_TUTORIAL_COMPLETE": "complete_bash",
+        "COMP_WORDS": "agent-tutorial run --output-format ",
+        "COMP_CWORD": "3",
+    }
+
+    done = subprocess.run(
+        [str(COMMAND)], env=environment, capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert done.stdout.split() == ["text", "json", "stream-json"]
