@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -380,3 +381,18 @@ def test_gitignore_does_not_apply_outside_a_git_repository(workspace: Path) -> N
     result = run_tool(workspace, "grep", pattern="needle")
 
     assert result.content == "debug.log:1:needle"
+
+
+def test_grep_through_a_tree_nested_thousands_deep_does_not_crash(workspace: Path) -> None:
+    directory = os.open(workspace, os.O_RDONLY)
+    for _ in range(1_500):  # deeper than Python's recursion limit
+        os.mkdir("d", dir_fd=directory)
+        deeper = os.open("d", os.O_RDONLY, dir_fd=directory)
+        os.close(directory)
+        directory = deeper
+    os.close(directory)
+    (workspace / "top.txt").write_text("needle\n")
+
+    result = run_tool(workspace, "grep", pattern="needle")
+
+    assert result.content == "top.txt:1:needle"

@@ -15,7 +15,7 @@ import re
 import secrets
 import stat
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from operator import attrgetter
@@ -38,6 +38,8 @@ BINARY_SNIFF_BYTES = 8 * 1024
 """A NUL byte this early in a file marks it as binary."""
 MAX_SYMLINK_HOPS = 40
 """Symlinks followed for one path before it counts as a loop (the kernel's own limit)."""
+MAX_WALK_DEPTH = 256
+"""Directory levels a walk enters below its start; deeper ones are listed, not entered."""
 
 SKIPPED_DIRECTORIES = frozenset(
     {
@@ -428,6 +430,16 @@ def walk_below(
         yield from walk.below(top, start.relative, walk_filter)
 
 
+@dataclass(slots=True)
+class _Level:
+    """One open directory on the walk's way down, and the entries in it still to visit."""
+
+    directory: int
+    relative: PurePosixPath
+    entries: Iterator[os.DirEntry[str]]
+    walk_filter: WalkFilter | None
+
+
 @dataclass(frozen=True, slots=True)
 class _DirectoryWalk:
     workspace: Workspace
@@ -435,43 +447,76 @@ class _DirectoryWalk:
     skipped: set[FileId]
 
     def below(
-        self, directory: int, relative: PurePosixPath, walk_filter: WalkFilter | None
+        self, top: int, relative: PurePosixPath, walk_filter: WalkFilter | None
     ) -> Iterator[WorkspaceEntry]:
+        """A loop over a stack of open directories rather than recursion, so a tree nested
+        thousands deep cannot exhaust Python's stack; below `MAX_WALK_DEPTH` levels
+        directories are listed but not entered (each level holds a descriptor)."""
+        levels = [self._level(top, relative, walk_filter)]
+        try:
+            while levels:
+                level = levels[-1]
+                entry = next(level.entries, None)
+                if entry is None:
+                    done = levels.pop()
+                    if levels:  # the top directory belongs to the caller
+                        os.close(done.directory)
+                    continue
+                child = yield from self._visit(level, entry)
+                if child is not None and len(levels) <= MAX_WALK_DEPTH:
+                    levels.append(
+                        self._level(child, level.relative / entry.name, level.walk_filter)
+                    )
+                elif child is not None:
+                    os.close(child)
+        finally:
+            for level in levels[1:]:
+                os.close(level.directory)
+
+    def _level(
+        self, directory: int, relative: PurePosixPath, walk_filter: WalkFilter | None
+    ) -> _Level:
         try:
             with os.scandir(directory) as scan:
                 entries = sorted(scan, key=attrgetter("name"))
         except OSError:  # unreadable or vanished: there is nothing we may list
-            return
+            entries = []
         if walk_filter is not None:
             walk_filter = walk_filter.entering(directory, relative)
-        for entry in entries:
-            path = relative / entry.name
-            is_dir = entry.is_dir(follow_symlinks=False)
-            if walk_filter is not None and walk_filter.excludes(path, is_dir=is_dir):
-                continue
-            if entry.is_symlink():
-                leads_to_directory = self._readable_link(path)
-                if leads_to_directory is not None:
-                    yield WorkspaceEntry(path, directory, leads_to_directory, is_symlink=True)
-            elif not is_dir:
-                yield WorkspaceEntry(path, directory, is_dir=False, is_symlink=False)
-            elif entry.name not in SKIPPED_DIRECTORIES:
-                yield from self._subdirectory(directory, path, walk_filter)
+        return _Level(directory, relative, iter(entries), walk_filter)
 
-    def _subdirectory(
-        self, parent: int, path: PurePosixPath, walk_filter: WalkFilter | None
-    ) -> Iterator[WorkspaceEntry]:
+    def _visit(
+        self, level: _Level, entry: os.DirEntry[str]
+    ) -> Generator[WorkspaceEntry, None, int | None]:
+        """Yield what `entry` shows; return an open descriptor when it is a directory to
+        enter."""
+        path = level.relative / entry.name
+        is_dir = entry.is_dir(follow_symlinks=False)
+        if level.walk_filter is not None and level.walk_filter.excludes(path, is_dir=is_dir):
+            return None
+        if entry.is_symlink():
+            leads_to_directory = self._readable_link(path)
+            if leads_to_directory is not None:
+                yield WorkspaceEntry(path, level.directory, leads_to_directory, is_symlink=True)
+            return None
+        if not is_dir:
+            yield WorkspaceEntry(path, level.directory, is_dir=False, is_symlink=False)
+            return None
+        if entry.name in SKIPPED_DIRECTORIES:
+            return None
         try:
-            child = os.open(path.name, DIRECTORY_FLAGS, dir_fd=parent)
+            child = os.open(entry.name, DIRECTORY_FLAGS, dir_fd=level.directory)
         except OSError:  # swapped for a symlink, unreadable or gone: not ours to enter
-            return
-        try:
-            if _file_id(os.fstat(child)) in self.skipped:
-                return
-            yield WorkspaceEntry(path, parent, is_dir=True, is_symlink=False)
-            yield from self.below(child, path, walk_filter)
-        finally:
+            return None
+        if _file_id(os.fstat(child)) in self.skipped:
             os.close(child)
+            return None
+        try:
+            yield WorkspaceEntry(path, level.directory, is_dir=True, is_symlink=False)
+        except BaseException:  # the caller stopped walking (GeneratorExit) while we held it
+            os.close(child)
+            raise
+        return child
 
     def _readable_link(self, path: PurePosixPath) -> bool | None:
         """Whether the link leads to a directory; None when it leads nowhere we may read."""
