@@ -363,7 +363,8 @@ class Repl:
             self.err.print("nothing to compact yet", style="yellow")
             return True
         try:
-            outcome = self.conversation.compact(focus or None)
+            with rendering(self.renderer):  # its totals end with it, not with the next turn
+                outcome = self.conversation.compact(focus or None)
         except KeyboardInterrupt:  # the summary request can take a while; nothing changed
             self.err.print("compaction interrupted; the conversation goes on", style="yellow")
             return True

@@ -625,3 +625,21 @@ def test_a_paste_over_the_summary_threshold_is_sent_after_a_yes(
 
     assert "every request from now on carries it whole" in " ".join(harness.err_text().split())
     assert user_contents(loopback.requests[0]) == [LARGE_PASTE.strip()]
+
+
+def test_compact_ends_with_its_own_totals_and_the_next_turn_counts_only_its_own(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(
+        text_stream("earlier answer"), text_stream(json.dumps(SUMMARY)), text_stream("ok")
+    )
+    harness = make_repl(chapter=8)
+
+    harness.drive("earlier question", "/compact", "next question")
+
+    lines = harness.err_text().splitlines()
+    totals = [n for n, line in enumerate(lines) if "compaction this run" in line]
+    [compacted] = [n for n, line in enumerate(lines) if line.startswith("compacted;")]
+    assert len(totals) == 1
+    assert lines[totals[0]].startswith("⚙ compaction this run: summary 1×;")
+    assert totals[0] < compacted  # printed by /compact, not by the turn after it
