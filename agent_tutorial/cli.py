@@ -219,6 +219,8 @@ def _run(options: RunOptions, report: "RunReport", out: "Console", err: "Console
     )
     resume = _resume_path(workspace, options.resume_latest, options.resume_id)
     conversation = _open_or_exit(setup, resume)
+    window = conversation.agent.context_meter.window
+    report.summary.context_window_tokens = None if window is None else window.tokens
     report.start(_init_record(conversation, settings.model or ""))
     try:
         if interactive:

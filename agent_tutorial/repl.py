@@ -31,6 +31,7 @@ from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.model import ModelError
 from agent_tutorial.features.artifact_catalog import list_artifacts
 from agent_tutorial.features.compaction import CompactionError, history_utf8_bytes
+from agent_tutorial.features.compaction.budget import WindowSize
 from agent_tutorial.features.project_instructions import ProjectInstructions
 from agent_tutorial.features.sessions import SessionError, find_session, list_sessions
 from agent_tutorial.features.todos import render_plan
@@ -45,7 +46,6 @@ from agent_tutorial.render import (
 )
 from agent_tutorial.run_summary import RunSummary, format_count
 
-BYTES_PER_TOKEN = 4  # a rough estimate; the provider's usage figures are exact
 MODEL_NAME_WIDTH = 24
 PROMPT = FormattedText([("bold ansicyan", "› ")])
 CONTINUATION = FormattedText([("ansibrightblack", "· ")])
@@ -264,11 +264,12 @@ class Repl:
             ToolbarPart(shorten(self.model_name, MODEL_NAME_WIDTH), keep=2),
             ToolbarPart(session_id, "bold", keep=3),
             ToolbarPart(
-                f"{format_bytes(request_bytes)} ≈{request_bytes // BYTES_PER_TOKEN:,} tok", keep=8
+                f"{format_bytes(request_bytes)} {agent.context_meter.request_text(request_bytes)}",
+                keep=8,
             ),
         ]
         if agent.compaction is not None:
-            share = request_bytes / agent.compaction.settings.proactive_threshold_bytes
+            share = request_bytes / agent.compaction.summary_threshold_bytes
             parts.append(ToolbarPart(f"{share:.0%} of summary", _fill_style(share), keep=7))
             counts = " ".join(
                 f"{layer} {stats['events']}"
@@ -329,8 +330,9 @@ class Repl:
         )
         request_bytes = self._next_request_bytes()
         table.add_row("next request", f"{format_bytes(request_bytes)} of history")
+        table.add_row("context window", _window_text(agent.context_meter.window))
         if agent.compaction is not None:
-            threshold = agent.compaction.settings.proactive_threshold_bytes
+            threshold = agent.compaction.summary_threshold_bytes
             share = request_bytes / threshold
             table.add_row("summary threshold", f"{format_bytes(threshold)} ({share:.0%} used)")
             self._add_compaction_rows(table)
@@ -339,7 +341,7 @@ class Repl:
         table.add_row("artifacts", f"{len(artifacts)} file(s), {stored}")
         if Capability.PROJECT_INSTRUCTIONS in agent.profile:
             table.add_row("project instructions", _instructions_text(agent.instructions))
-        table.add_row("last usage", _usage_text(self.summary))
+        table.add_row("last usage", _usage_text(self.summary, agent.context_meter.window))
         totals = self.summary.usage
         table.add_row(
             "tokens so far",
@@ -445,12 +447,23 @@ def _instructions_text(instructions: ProjectInstructions | None) -> str:
     return f"{instructions.file_name}, {sent}{cut} (always in the system prompt)"
 
 
-def _usage_text(summary: RunSummary) -> str:
+def _usage_text(summary: RunSummary, window: WindowSize | None) -> str:
     usage = summary.last_usage
     if usage is None:
         return "none reported yet"
     prompt, completion = format_count(usage.prompt_tokens), format_count(usage.completion_tokens)
-    return f"{prompt} prompt + {completion} completion tokens"
+    text = f"{prompt} prompt + {completion} completion tokens"
+    if window is not None:
+        text += f", {usage.prompt_tokens / window.tokens:.0%} of the window"
+    if usage.cached_prompt_tokens is not None:
+        text += f", {usage.cached_prompt_tokens:,} cached"
+    return text
+
+
+def _window_text(window: WindowSize | None) -> str:
+    if window is None:
+        return "unknown (set --context-window, or the server does not say)"
+    return f"{window.tokens:,} tokens, {window.output_cap_tokens:,} kept for the reply"
 
 
 def _history(workspace: Path) -> History:

@@ -33,12 +33,15 @@ class UsageTotals:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
+    cached_prompt_tokens: int | None = None
+    """Prompt tokens read from the provider's prefix cache, where it reports them."""
 
     def plus(self, usage: Usage) -> UsageTotals:
         return UsageTotals(
             _add_count(self.prompt_tokens, usage.prompt_tokens),
             _add_count(self.completion_tokens, usage.completion_tokens),
             _add_count(self.total_tokens, usage.total_tokens),
+            _add_count(self.cached_prompt_tokens, usage.cached_prompt_tokens),
         )
 
 
@@ -62,21 +65,32 @@ class RunSummary:
     compaction: dict[str, dict[str, int]] = field(default_factory=dict)
     tool_calls: int = 0
     tool_errors: int = 0
+    context_window_tokens: int | None = None
+    """The model's window when known (set by the front end), for the share of it used."""
 
     def reset(self) -> None:
         """Forget everything collected so far (the REPL started another session)."""
-        fresh = RunSummary()
+        fresh = RunSummary(context_window_tokens=self.context_window_tokens)
         for item in fields(self):
             setattr(self, item.name, getattr(fresh, item.name))
 
     def usage_record(self) -> dict[str, object]:
         """The `usage` object of the JSON result: the one place that builds it, so a new
         figure is added here once."""
-        return {
+        record: dict[str, object] = {
             "prompt_tokens": self.usage.prompt_tokens,
             "completion_tokens": self.usage.completion_tokens,
             "total_tokens": self.usage.total_tokens,
         }
+        if self.usage.cached_prompt_tokens is not None:
+            record["cached_prompt_tokens"] = self.usage.cached_prompt_tokens
+        window = self.context_window_tokens
+        if window is not None:
+            last = None if self.last_usage is None else self.last_usage.prompt_tokens
+            record["context_window_tokens"] = window
+            record["last_prompt_tokens"] = last
+            record["last_prompt_window_share"] = None if last is None else round(last / window, 4)
+        return record
 
     def emit(self, event: Event) -> None:
         if isinstance(event, NestedEvent):

@@ -269,3 +269,13 @@ def test_bench_plot_writes_a_png(run_cli: RunCli, workspace: Path) -> None:
 
     assert result.exit_code == 0, result.stderr
     assert (workspace / "cost.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_cache_aware_beats_the_seed_at_85_percent_retention_on_the_reference_trace() -> None:
+    chosen = [c for c in CONTENDERS if c.name in ("seed", "cache-aware")]
+    report = run_bench(synthetic_trace(300, 591), "reference", 128_000, chosen)
+    seed, cache_aware = report.results
+
+    assert cache_aware.costs["Anthropic"] <= seed.costs["Anthropic"]
+    assert cache_aware.verbatim_share >= 0.85
+    assert cache_aware.over_window == 0

@@ -3,6 +3,7 @@ bytes-per-token calibration; cached prompt tokens as providers report them."""
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 from typing import Any
@@ -215,3 +216,21 @@ def test_the_adapter_reads_cached_prompt_tokens(
 
     assert reply.usage is not None
     assert reply.usage.cached_prompt_tokens == cached
+
+
+def test_json_usage_shows_the_window_its_share_and_cached_tokens(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    cached = {"prompt_tokens_details": {"cached_tokens": 1_024}}
+    loopback.queue(with_usage(text_stream("hi", usage=(2_000, 5)), **cached))
+
+    result: CliRun = run_cli(
+        "run", "-c", "8", "--context-window", "8000", "-p", "hello", "--output-format", "json"
+    )
+
+    assert result.exit_code == 0, result.stderr
+    usage = json.loads(result.stdout)["usage"]
+    assert usage["cached_prompt_tokens"] == 1_024
+    assert usage["context_window_tokens"] == 8_000
+    assert usage["last_prompt_tokens"] == 2_000
+    assert usage["last_prompt_window_share"] == 0.25

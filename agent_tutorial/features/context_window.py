@@ -25,6 +25,14 @@ class ContextMeter:
         self.window = window
         self.calibration = TokenCalibration()
 
+    def request_text(self, history_bytes: int) -> str:
+        """`history_bytes` of request history in tokens, estimated with the calibration, and
+        their share of the window when known: `≈3,100 tok, 24% of window`."""
+        tokens = self.calibration.tokens_for(history_bytes)
+        if self.window is None:
+            return f"≈{tokens:,} tok"
+        return f"≈{tokens:,} tok, {tokens / self.window.tokens:.0%} of window"
+
     def observe(self, request_bytes: int, reply: ModelReply) -> None:
         if reply.usage is not None:
             self.calibration.observe(request_bytes, reply.usage.prompt_tokens)

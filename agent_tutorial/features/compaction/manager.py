@@ -134,6 +134,11 @@ class CompactionManager:
         return self._index.utf8_bytes
 
     @property
+    def summary_threshold_bytes(self) -> int:
+        """The request size past which layer 4 summarises, for the window as now known."""
+        return self._summary_threshold(self._budget.history_bytes())
+
+    @property
     def automatic_summaries_enabled(self) -> bool:
         """False once the circuit breaker has opened after repeated summary failures."""
         return self._breaker.closed
@@ -160,11 +165,11 @@ class CompactionManager:
         budget = self._budget.history_bytes()
         if isinstance(self._policy, CacheAwareLayers):
             self._policy.marks = CacheMarks.for_budget(self.settings, budget)
+        if budget is not None:
+            self._check_latest_fits(budget)
         request = self._fitted(self._layers.build(self._lead()), budget)
         if request.utf8_bytes > self._summary_threshold(budget):
             request = self._fitted(self._summarize_automatically(history, request), budget)
-        if budget is not None and request.utf8_bytes > budget:
-            self._check_latest_fits(budget)
         for event in self._report.events(request):
             self._emit(event)
         self._prepared = _Prepared(request, self._summary)
@@ -261,11 +266,10 @@ class CompactionManager:
         return request
 
     def _check_latest_fits(self, budget: int) -> None:
-        """The run cannot go on when the latest message group alone is over the window."""
+        """The run cannot go on when the latest message group alone is over the window:
+        no layer may cut what the model has not seen yet."""
         latest = self._index.group_count - 1
         size = self._index.group_bytes(latest, latest + 1) if latest >= 0 else 0
-        lead = self._lead()
-        size += 0 if lead is None else lead.utf8_bytes
         if size > budget:
             raise ContextOverflowError(_too_large(size, self._budget))
 
