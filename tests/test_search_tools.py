@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
@@ -383,14 +383,26 @@ def test_gitignore_does_not_apply_outside_a_git_repository(workspace: Path) -> N
     assert result.content == "debug.log:1:needle"
 
 
-def test_grep_through_a_tree_nested_thousands_deep_does_not_crash(workspace: Path) -> None:
+@pytest.fixture
+def deep_tree(workspace: Path) -> Iterator[int]:
+    """Directories nested deeper than Python's recursion limit, removed bottom up after the
+    test (shutil.rmtree, and so pytest's own clean-up, recurses and would fail on them)."""
+    depth = 1_500
     directory = os.open(workspace, os.O_RDONLY)
-    for _ in range(1_500):  # deeper than Python's recursion limit
+    for _ in range(depth):
         os.mkdir("d", dir_fd=directory)
         deeper = os.open("d", os.O_RDONLY, dir_fd=directory)
         os.close(directory)
         directory = deeper
     os.close(directory)
+    yield depth
+    for level in range(depth, 0, -1):
+        workspace.joinpath(*["d"] * level).rmdir()
+
+
+def test_grep_through_a_tree_nested_thousands_deep_does_not_crash(
+    workspace: Path, deep_tree: int
+) -> None:
     (workspace / "top.txt").write_text("needle\n")
 
     result = run_tool(workspace, "grep", pattern="needle")
