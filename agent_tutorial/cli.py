@@ -369,15 +369,23 @@ def _model_for(settings: "Settings", workspace: Path, chapter: int) -> "ModelCli
         from agent_tutorial.adapters.demo import DemoModel
 
         return DemoModel(workspace, long_session=chapter == 8)
+    from agent_tutorial.adapters.chat_wire import WireOptions
     from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 
     key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"
+    wire = WireOptions(
+        send_tool_choice=settings.send_tool_choice,
+        stream=settings.stream,
+        max_output_tokens=settings.max_output_tokens,
+        merge_reminders=settings.merge_reminders,
+    )
     return OpenAIChatModel(
         base_url=settings.base_url or "",
         api_key=key,
         model=settings.model or "",
         max_retries=settings.max_retries,
         timeout_s=settings.request_timeout_s,
+        wire=wire,
     )
 
 

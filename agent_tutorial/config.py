@@ -30,6 +30,7 @@ from pydantic_settings import (
 )
 
 from agent_tutorial.core.hooks import HooksConfig
+from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
 from agent_tutorial.core.tools import describe_validation_error
@@ -102,6 +103,20 @@ class Settings(BaseSettings):
     project_instructions_max_bytes: int = Field(default=32 * 1024, ge=1)
     """How much of AGENTS.md (or CLAUDE.md) goes into the system prompt (chapter 7 on);
     the rest is cut, with a one-line warning."""
+
+    max_output_tokens: int = Field(default=DEFAULT_MAX_OUTPUT_TOKENS, ge=1)
+    """The most tokens one reply may have, sent with every request (as `max_tokens`, or
+    `max_completion_tokens` once a server asks for that); a runaway reply stops there."""
+
+    send_tool_choice: bool = True
+    """Send `tool_choice: "auto"` with the tools; turn off for a server that rejects it."""
+
+    stream: bool = True
+    """Stream replies; turn off for a server that cannot stream (text then appears at once)."""
+
+    merge_reminders: bool = False
+    """Join each `<system-reminder>` note to the user turn next to it, for chat templates
+    that demand strict user/assistant alternation."""
 
     permission_mode: PermissionMode = "ask"
     """ask, accept-edits or auto; see chapter 3."""

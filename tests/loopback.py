@@ -7,11 +7,22 @@ JSON bodies of the requests the real openai SDK sent. Nothing here reaches the n
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.loopback_quirks import (
+    TOOLS_IGNORED_ANSWER,
+    Quirks,
+    ignores_tools,
+    output_cap,
+    refusal,
+    rewrite_events,
+    whole_completion,
+)
 
 
 @dataclass
@@ -30,6 +41,32 @@ class Reply:
 
 
 Responder = Reply | Callable[[dict[str, Any]], Reply]
+
+_REMINDER = re.compile(r"<system-reminder>\n(.*)\n</system-reminder>", re.DOTALL)
+
+
+def reminder_text(message: dict[str, Any]) -> str | None:
+    """The note inside a `<system-reminder>` user turn, or None for any other message."""
+    if message.get("role") != "user" or not isinstance(message.get("content"), str):
+        return None
+    match = _REMINDER.fullmatch(message["content"])
+    return match.group(1) if match else None
+
+
+def system_notes(body: dict[str, Any]) -> list[str]:
+    """What a request says as the system: its leading system message, then each reminder."""
+    messages = body["messages"]
+    notes = [str(messages[0]["content"])] if messages and messages[0]["role"] == "system" else []
+    return notes + [text for text in map(reminder_text, messages) if text is not None]
+
+
+def conversation(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A request's messages without its system message and reminders."""
+    return [
+        message
+        for message in body["messages"]
+        if message["role"] != "system" and reminder_text(message) is None
+    ]
 
 
 def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -100,6 +137,11 @@ def error_reply(status: int, body: Any, headers: dict[str, str] | None = None) -
     return Reply(status=status, json_body=body, headers={"retry-after-ms": "1", **(headers or {})})
 
 
+def empty_stream() -> Reply:
+    """`200 text/event-stream` closed without a single event (not even `[DONE]`)."""
+    return Reply(sse_events=[], cut_after=0)
+
+
 def cut_stream(text: str = "partial") -> Reply:
     """A stream that stops mid-answer: no finish reason, no `[DONE]`."""
     return Reply(
@@ -109,9 +151,16 @@ def cut_stream(text: str = "partial") -> Reply:
 
 
 class LoopbackServer:
-    """Serves queued replies in order; records every request body in `.requests`."""
+    """Serves queued replies in order; records every request body in `.requests`.
 
-    def __init__(self) -> None:
+    `quirks` switches on behaviours of real servers (see `tests.loopback_quirks`); a
+    request a quirk refuses does not use up a queued reply and is counted in `.refused`.
+    A request with `stream: false` gets a queued stream as one JSON completion.
+    """
+
+    def __init__(self, quirks: Quirks | None = None) -> None:
+        self.quirks = quirks or Quirks()
+        self.refused: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._replies: list[Responder] = []
@@ -151,10 +200,33 @@ class LoopbackServer:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
+            refused = refusal(self.quirks, body)
+            if refused is not None:
+                self.refused.append(body)
+                return error_reply(*refused)
             if not self._replies:
                 return error_reply(500, {"error": {"message": "loopback: no reply queued"}})
             responder = self._replies.pop(0)
-        return responder(body) if callable(responder) else responder
+        reply = responder(body) if callable(responder) else responder
+        return self._as_served(reply, body, responder)
+
+    def _as_served(self, reply: Reply, body: dict[str, Any], responder: Responder) -> Reply:
+        """The scripted reply as this server's quirks and the request's `stream` shape it."""
+        streamed = body.get("stream") is True
+        if reply.status >= 400 and streamed and self.quirks.empty_stream_on_error:
+            with self._lock:
+                self._replies.insert(0, responder)  # what a request without streaming gets
+            return empty_stream()
+        if reply.sse_events is None:
+            return reply
+        if ignores_tools(self.quirks, body):
+            reply = text_stream(TOOLS_IGNORED_ANSWER)
+        events = list(reply.sse_events or ())
+        if not streamed:
+            completion = whole_completion(self.quirks, events, output_cap(body))
+            return Reply(json_body=completion, headers=reply.headers)
+        events = rewrite_events(self.quirks, events, output_cap(body))
+        return replace(reply, sse_events=events)
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self

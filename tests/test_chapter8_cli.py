@@ -7,7 +7,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -20,7 +20,14 @@ from agent_tutorial.features.compaction import (
     SUMMARY_SYSTEM_PROMPT,
 )
 from tests.conftest import CliRun
-from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
+from tests.loopback import (
+    LoopbackServer,
+    Reply,
+    conversation,
+    error_reply,
+    text_stream,
+    tool_stream,
+)
 from tests.test_error_classification import OVERFLOW_REPLIES
 
 RunCli = Callable[..., CliRun]
@@ -71,7 +78,17 @@ def summary_reply(summary: dict[str, Any] | None = None) -> Reply:
 
 
 def is_summary_request(body: Body) -> bool:
-    return not body.get("tools") and body["messages"][0]["content"] == SUMMARY_SYSTEM_PROMPT
+    return not body.get("tools") and body["messages"][0]["content"].startswith(
+        SUMMARY_SYSTEM_PROMPT
+    )
+
+
+def wire_summary(body: Body) -> dict[str, Any]:
+    """The summary a request carries: on the wire it is merged into the one leading system
+    message, as its last paragraph."""
+    system = body["messages"][0]
+    assert system["role"] == "system"
+    return cast(dict[str, Any], json.loads(system["content"].rpartition("\n\n")[2]))
 
 
 def request_kinds(loopback: LoopbackServer) -> list[str]:
@@ -259,9 +276,7 @@ def test_the_request_after_a_summary_carries_it_and_its_transcript_on_disk(
 
     run_chapter_8(run_cli)
 
-    first = loopback.requests[4]["messages"][1]
-    assert first["role"] == "system"
-    content = json.loads(first["content"])
+    content = wire_summary(loopback.requests[4])
     assert content == {"kind": "compacted_history", "transcript_path": ANY_PATH, **SUMMARY}
     transcript = workspace / content["transcript_path"]
     lines = transcript.read_text().splitlines()
@@ -281,7 +296,8 @@ def test_the_request_after_a_summary_ends_with_a_user_turn_that_is_not_kept(
 
     after_summary = loopback.requests[4]["messages"]
     assert after_summary[-1] == {"role": "user", "content": CONTINUE_AFTER_SUMMARY}
-    assert [m for m in after_summary if m["role"] == "user"] == [after_summary[-1]]
+    user_turns = [m for m in conversation(loopback.requests[4]) if m["role"] == "user"]
+    assert user_turns == [after_summary[-1]]
     assert all(m.get("content") != CONTINUE_AFTER_SUMMARY for m in session_messages(workspace))
 
 
@@ -321,9 +337,9 @@ def test_overflow_is_compacted_and_retried_once(
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "done after compacting"
     assert request_kinds(loopback) == ["agent", "summary", "agent"]
-    retried = loopback.requests[2]["messages"]
-    assert json.loads(retried[1]["content"])["kind"] == "compacted_history"
-    assert retried[2] == {"role": "user", "content": "Read the files."}
+    retried = loopback.requests[2]
+    assert wire_summary(retried)["kind"] == "compacted_history"
+    assert retried["messages"][1] == {"role": "user", "content": "Read the files."}
     assert "reactive: prompt too long" in result.stderr
 
 
@@ -352,7 +368,7 @@ def test_overflow_is_recovered_even_when_the_summary_request_overflows_too(
 
     assert result.exit_code == 0, result.stderr
     assert request_kinds(loopback) == ["agent", "summary", "agent"]
-    summary = json.loads(loopback.requests[2]["messages"][1]["content"])
+    summary = wire_summary(loopback.requests[2])
     assert summary["current_goal"] == "Read the files."  # written from the history itself
     assert "using an extractive summary instead" in result.stderr
 
@@ -409,7 +425,7 @@ def test_with_the_circuit_open_an_overflow_is_recovered_with_an_extractive_summa
 
     assert result.exit_code == 0, result.stderr
     assert request_kinds(loopback) == [*CIRCUIT_OPENING_KINDS, "agent", "agent"]
-    summary = json.loads(loopback.requests[-1]["messages"][1]["content"])
+    summary = wire_summary(loopback.requests[-1])
     assert summary["kind"] == "compacted_history"
     assert summary["current_goal"] == "Read the files."
     assert summary["files_read_or_changed"] == ["large.txt"]

@@ -22,7 +22,7 @@ from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
 from agent_tutorial.profiles import P03
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 from tests.conftest import CliRun
-from tests.loopback import LoopbackServer, text_stream, tool_stream
+from tests.loopback import LoopbackServer, reminder_text, system_notes, text_stream, tool_stream
 
 RunCli = Callable[..., CliRun]
 
@@ -39,7 +39,7 @@ def tool_reply_for(loopback: LoopbackServer, request_index: int, call_id: str) -
 
 
 def system_texts(body: dict[str, Any]) -> list[str]:
-    return [str(m["content"]) for m in body["messages"] if m["role"] == "system"]
+    return system_notes(body)
 
 
 def tool_names(body: dict[str, Any]) -> list[str]:
@@ -391,8 +391,7 @@ def test_ch5_reminder_comes_after_three_tool_rounds_only_in_that_request(
     assert len(requests) == 6
     assert [len(reminders(body)) for body in requests] == [0, 0, 0, 1, 0, 0]
     fourth = requests[3]["messages"]
-    assert fourth[-1]["role"] == "system"
-    assert "todo_write" in fourth[-1]["content"]
+    assert "todo_write" in str(reminder_text(fourth[-1]))
     # Later requests extend the fourth's canonical part; the reminder is not in them.
     fifth = requests[4]["messages"]
     assert fifth[: len(fourth) - 1] == fourth[:-1]

@@ -264,13 +264,8 @@ def test_reactive_summary_after_an_automatic_one_is_restored_on_resume(workspace
     assert resumed.agent.compaction.prepare(history) == expected
 
 
-def contents_after_system_prompt(request: ModelRequest | dict[str, Any]) -> list[str]:
-    messages = (
-        [to_wire(m) for m in request.messages]
-        if isinstance(request, ModelRequest)
-        else request["messages"]
-    )
-    return [m["content"] for m in messages[1:]]  # without the system prompt
+def contents_after_system_prompt(request: ModelRequest) -> list[str]:
+    return [to_wire(m)["content"] for m in request.messages[1:]]
 
 
 def test_compact_then_more_turns_then_continue_in_a_new_process_keeps_the_summary(
@@ -291,9 +286,11 @@ def test_compact_then_more_turns_then_continue_in_a_new_process_keeps_the_summar
 
     assert finished.returncode == 0, finished.stderr
     assert "summary:" not in finished.stderr  # nothing was summarised again
-    assert contents_after_system_prompt(loopback.requests[0]) == [
-        to_wire(message)["content"] for message in expected
-    ]
+    # On the wire the restored summary is merged into the one leading system message.
+    system, *rest = loopback.requests[0]["messages"]
+    summary, *after_summary = [to_wire(message)["content"] for message in expected]
+    assert system["content"].endswith("\n\n" + summary)
+    assert [message["content"] for message in rest] == after_summary
 
 
 def run_in_new_process(

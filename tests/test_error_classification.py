@@ -118,6 +118,23 @@ OVERFLOW_REPLIES: dict[str, tuple[int, Any]] = {
             }
         },
     ),
+    "llama-cpp-python": (
+        400,
+        {
+            "error": {
+                "message": "This model's maximum context length is 2048 tokens. However, you "
+                "requested 2305 tokens (2305 in the messages, None in the completion). Please "
+                "reduce the length of the messages or completion.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        },
+    ),
+    "llama-cpp-python-unformatted": (
+        500,
+        {"error": {"message": "Requested tokens (2305) exceed context window of 2048"}},
+    ),
     "vllm-top-level": (
         400,
         {

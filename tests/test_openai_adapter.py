@@ -170,8 +170,14 @@ def test_request_sends_history_and_tools_in_wire_shape(
     model.complete(ModelRequest(messages=history, tools=(BASH_SPEC,)))
 
     body = loopback.requests[0]
-    assert body["messages"] == [to_wire(message) for message in history]
+    assert body["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "list files"},
+        {**to_wire(history[2]), "content": ""},
+        to_wire(history[3]),
+    ]
     assert body["tools"] == [BASH_SPEC.to_wire()]
+    assert body["tool_choice"] == "auto"
 
 
 def test_the_api_key_is_sent_as_a_bearer_token(

@@ -385,7 +385,7 @@ def test_compact_summarises_with_the_focus_and_the_next_request_starts_from_it(
     assert "compacted; transcript .agent_tutorial/artifacts/transcript-" in harness.err_text()
     next_request = without_system(loopback.requests[2])
     assert next_request == [{"role": "user", "content": "next question"}]
-    assert "ship the REPL" in loopback.requests[2]["messages"][1]["content"]
+    assert "ship the REPL" in loopback.requests[2]["messages"][0]["content"]  # merged summary
     assert "summary 1" in toolbar_text(harness.repl)
 
 
@@ -416,7 +416,7 @@ def test_a_resumed_session_starts_from_its_summary_instead_of_summarising_again(
 
     assert len(loopback.requests) == 3
     resumed_request = loopback.requests[2]["messages"]
-    assert "ship the REPL" in resumed_request[1]["content"]
+    assert "ship the REPL" in resumed_request[0]["content"]  # merged into the system message
     assert without_system(loopback.requests[2]) == [{"role": "user", "content": "next"}]
 
 

@@ -11,12 +11,13 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypedDict, TypeGuard, TypeVar, cast
 
 import httpx2
 import openai
 
-from agent_tutorial.core.messages import ToolCall, assistant_message, to_wire
+from agent_tutorial.adapters.chat_wire import CapParameter, WireOptions, wire_messages
+from agent_tutorial.core.messages import ToolCall, assistant_message
 from agent_tutorial.core.model import (
     AuthenticationError,
     BadRequestError,
@@ -35,8 +36,10 @@ from agent_tutorial.core.model import (
 
 if TYPE_CHECKING:
     from openai.types.chat import (
+        ChatCompletion,
         ChatCompletionChunk,
         ChatCompletionMessageParam,
+        ChatCompletionToolChoiceOptionParam,
         ChatCompletionToolUnionParam,
     )
     from openai.types.completion_usage import CompletionUsage
@@ -72,6 +75,7 @@ _OVERFLOW_MARKERS = re.compile(
             r"exceeds? the context window",  # OpenAI
             r"exceed_context_size_error",  # llama.cpp (error type)
             r"exceeds? the available context size",  # llama.cpp
+            r"requested tokens \(\d+\) exceed context window",  # llama-cpp-python, unformatted
             r"prompt is too long",  # Anthropic-compatible gateways
             r"range of input length",  # DashScope (Qwen)
             r"input token count.{0,40}exceeds",  # Gemini's OpenAI-compatible endpoint
@@ -224,6 +228,7 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 @dataclass
 class _PartialCall:
     id: str
+    index: int | None
     name: str = ""
     arguments: list[str] = field(default_factory=list)
 
@@ -231,6 +236,21 @@ class _PartialCall:
         # Some servers repeat the whole name in every delta, others split it.
         if name != self.name:
             self.name += name
+
+    def continues_with(self, index: int | None, call_id: str | None) -> bool:
+        """Whether a delta belongs to this call: neither its index nor a non-empty id differ
+        (a missing one differs from nothing)."""
+        same_index = index is None or self.index is None or index == self.index
+        same_id = not call_id or not self.id or call_id == self.id
+        return same_index and same_id
+
+    def take(self, index: int | None, call_id: str | None) -> _PartialCall:
+        """Adopt an index or id that arrives after the call's first delta."""
+        if self.index is None:
+            self.index = index
+        if not self.id and call_id:
+            self.id = call_id
+        return self
 
     def finish(self) -> ToolCall:
         arguments = "".join(self.arguments)
@@ -241,12 +261,13 @@ class _PartialCall:
 
 
 class _ToolCallAssembler:
-    """Builds whole tool calls from streamed deltas, keyed by id first and index second,
-    because some servers omit `index` or repeat index 0 for every call."""
+    """Builds whole tool calls from streamed deltas. A new call starts when the `index` or
+    a non-empty `id` changes: some servers send every call at index 0 (told apart by id),
+    others give two calls the same id (told apart by index; the loop renames them later).
+    A delta that names an earlier call's index again, with no other id, goes back to it."""
 
     def __init__(self) -> None:
         self._calls: list[_PartialCall] = []
-        self._by_id: dict[str, _PartialCall] = {}
         self._by_index: dict[int, _PartialCall] = {}
 
     def add(
@@ -265,27 +286,18 @@ class _ToolCallAssembler:
         return tuple(call.finish() for call in self._calls)
 
     def _target(self, index: int | None, call_id: str | None) -> _PartialCall:
-        if call_id:
-            known = self._by_id.get(call_id)
-            if known is not None:
-                return known
-            unnamed = self._by_index.get(index) if index is not None else None
-            if unnamed is not None and not unnamed.id:
-                unnamed.id = call_id  # the id arrived after the call's first delta
-                self._by_id[call_id] = unnamed
-                return unnamed
-            return self._start(index, call_id)
-        if index is not None:
-            return self._by_index.get(index) or self._start(index, "")
-        return self._calls[-1] if self._calls else self._start(None, "")
-
-    def _start(self, index: int | None, call_id: str) -> _PartialCall:
-        call = _PartialCall(id=call_id)
+        current = self._calls[-1] if self._calls else None
+        earlier = self._by_index.get(index) if index is not None else None
+        for candidate in (current, earlier):
+            if candidate is not None and candidate.continues_with(index, call_id):
+                return self._remember(candidate.take(index, call_id))
+        call = _PartialCall(id=call_id or "", index=index)
         self._calls.append(call)
-        if call_id:
-            self._by_id[call_id] = call
-        if index is not None:
-            self._by_index[index] = call
+        return self._remember(call)
+
+    def _remember(self, call: _PartialCall) -> _PartialCall:
+        if call.index is not None:
+            self._by_index[call.index] = call
         return call
 
 
@@ -297,11 +309,13 @@ class _StreamedReply:
     tool_calls: _ToolCallAssembler = field(default_factory=_ToolCallAssembler)
     finish_reason: str | None = None
     usage: Usage | None = None
+    chunks: int = 0
 
     def add(self, chunk: ChatCompletionChunk) -> str:
         """Take in one chunk; return the text it adds (empty if none)."""
+        self.chunks += 1
         if chunk.usage is not None:
-            self.usage = _usage(chunk.usage)
+            self.usage = _usage(chunk.usage) or self.usage
         added = ""
         for choice in chunk.choices or ():
             if choice.index not in (0, None):
@@ -396,8 +410,8 @@ def _non_stream_error(response: httpx2.Response) -> ModelError | None:
         return classify_error(None, body, "")
     detail = _one_line(_provider_message(body))
     return ProviderError(
-        f"the endpoint answered with {media_type}, not an event stream; check the base URL "
-        f"and that the server supports streaming" + (f": {detail}" if detail else "")
+        f"the endpoint answered with {media_type}, not an event stream; check the base URL, "
+        f"or set stream = false if the server cannot stream" + (f": {detail}" if detail else "")
     )
 
 
@@ -412,10 +426,16 @@ def _finish_reason(raw: str | None, calls: tuple[ToolCall, ...]) -> FinishReason
     return reason
 
 
-def _usage(usage: CompletionUsage) -> Usage:
-    prompt = _token_count(usage.prompt_tokens)
-    completion = _token_count(usage.completion_tokens)
-    total = _token_count(usage.total_tokens) or prompt + completion
+def _usage(usage: CompletionUsage | None) -> Usage | None:
+    """The counts as sent, or None (unknown) when the server did not send both of them:
+    a missing count is not a count of 0. A `usage` that is not an object is unreadable."""
+    if usage is None:
+        return None
+    prompt, completion = usage.prompt_tokens, usage.completion_tokens
+    if not _is_count(prompt) or not _is_count(completion):
+        return None
+    total = usage.total_tokens
+    total = total if _is_count(total) else prompt + completion
     return Usage(prompt, completion, total, _cached_tokens(usage))
 
 
@@ -431,9 +451,8 @@ def _cached_tokens(usage: CompletionUsage) -> int | None:
     return hits if isinstance(hits, int) and hits >= 0 else None
 
 
-def _token_count(value: object) -> int:
-    """A count as sent, or 0 for null or anything else a server puts there."""
-    return value if isinstance(value, int) else 0
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -470,8 +489,10 @@ class _HttpClient(openai.DefaultHttpxClient):
 class OpenAIChatModel:
     """A `ModelClient` for any OpenAI-compatible chat-completions endpoint.
 
-    Every reply is streamed; HTTP retries (408/409/429/5xx and connection errors) are the
-    SDK's, with its backoff; a stream cut before its finish reason is retried once here.
+    Every reply is streamed (unless `wire.stream` is off); HTTP retries (408/409/429/5xx and
+    connection errors) are the SDK's, with its backoff; a stream cut before its finish
+    reason is retried once here, and a stream that ends before its first chunk is asked
+    again once without streaming, which brings back the error or reply it hid.
     """
 
     def __init__(
@@ -482,11 +503,16 @@ class OpenAIChatModel:
         model: str,
         max_retries: int = 2,
         timeout_s: float = 600.0,
+        wire: WireOptions = WireOptions(),  # noqa: B008 - frozen, so sharing it is safe
     ) -> None:
         self.model = model
         self._base_url = base_url
         self._api_key = api_key
         self._timeout_s = timeout_s
+        self._wire = wire
+        # OpenAI's reasoning models reject `max_tokens`; once one says so, this session
+        # sends the cap as `max_completion_tokens`.
+        self._cap_parameter: CapParameter = "max_tokens"
         http_client = _HttpClient(
             timeout=timeout_s, event_hooks={"response": [_refuse_retry_of_overflow]}
         )
@@ -499,17 +525,11 @@ class OpenAIChatModel:
         )
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        relay = _TextRelay(request.on_text)
-        for _ in range(_STREAM_ATTEMPTS):
-            relay.new_attempt()
-            streamed = self._stream_once(request, relay)
-            if streamed.finish_reason is not None:
-                return streamed.to_reply()
-        raise IncompleteStreamError(
-            f"the endpoint's reply stream ended before the reply was finished, "
-            f"{_STREAM_ATTEMPTS} times in a row (no finish reason); the server may have "
-            f"crashed or a proxy cut the connection"
-        )
+        try:
+            return self._complete(request)
+        except _CapParameterRejected:
+            self._cap_parameter = "max_completion_tokens"
+            return self._complete(request)
 
     def close(self) -> None:
         self._client.close()
@@ -519,6 +539,26 @@ class OpenAIChatModel:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _complete(self, request: ModelRequest) -> ModelReply:
+        relay = _TextRelay(request.on_text)
+        if not self._wire.stream:
+            return self._whole_reply(request, relay)
+        for _ in range(_STREAM_ATTEMPTS):
+            relay.new_attempt()
+            streamed = self._stream_once(request, relay)
+            if streamed.finish_reason is not None:
+                return streamed.to_reply()
+            if streamed.chunks == 0:
+                # Some servers (llama-cpp-python on a context overflow or a tool choice it
+                # cannot stream) answer 200 and close the stream without one event.
+                relay.new_attempt()
+                return self._whole_reply(request, relay)
+        raise IncompleteStreamError(
+            f"the endpoint's reply stream ended before the reply was finished, "
+            f"{_STREAM_ATTEMPTS} times in a row (no finish reason); the server may have "
+            f"crashed or a proxy cut the connection"
+        )
 
     def _stream_once(self, request: ModelRequest, on_text: _TextRelay) -> _StreamedReply:
         streamed = _StreamedReply()
@@ -540,18 +580,50 @@ class OpenAIChatModel:
                 raise self._error(None, error.body, error.message) from None
         return streamed
 
+    def _whole_reply(self, request: ModelRequest, on_text: _TextRelay) -> ModelReply:
+        completion = self._call(lambda: self._create_whole(request))
+        reply = _read_completion(completion)
+        on_text(reply.message.content or "")
+        return reply
+
     def _open_stream(self, request: ModelRequest) -> openai.Stream[ChatCompletionChunk]:
-        messages = cast("list[ChatCompletionMessageParam]", [to_wire(m) for m in request.messages])
-        tools = cast("list[ChatCompletionToolUnionParam]", [t.to_wire() for t in request.tools])
-        try:
-            return self._client.chat.completions.create(
-                model=self.model,
-                messages=messages,
-                tools=tools or openai.omit,
+        return self._call(
+            lambda: self._client.chat.completions.create(
+                **self._arguments(request),
                 stream=True,
                 stream_options={"include_usage": True},
             )
+        )
+
+    def _create_whole(self, request: ModelRequest) -> ChatCompletion:
+        return self._client.chat.completions.create(**self._arguments(request), stream=False)
+
+    def _arguments(self, request: ModelRequest) -> _RequestArguments:
+        """Everything but the streaming fields, in the shape the servers accept."""
+        messages = wire_messages(request.messages, merge_reminders=self._wire.merge_reminders)
+        tools = [tool.to_wire() for tool in request.tools]
+        cap = self._wire.max_output_tokens
+        # `tool_choice: "auto"` is OpenAI's default, but llama-cpp-python's function-calling
+        # format does not show the model any tool without it.
+        choice = "auto" if tools and self._wire.send_tool_choice else openai.omit
+        return {
+            "model": self.model,
+            "messages": cast("list[ChatCompletionMessageParam]", messages),
+            "tools": cast("list[ChatCompletionToolUnionParam]", tools) or openai.omit,
+            "tool_choice": cast("ChatCompletionToolChoiceOptionParam", choice),
+            "max_tokens": cap if self._cap_parameter == "max_tokens" else openai.omit,
+            "max_completion_tokens": (
+                cap if self._cap_parameter == "max_completion_tokens" else openai.omit
+            ),
+        }
+
+    def _call(self, send: Callable[[], _Sent]) -> _Sent:
+        """Send one request, turning the SDK's errors into typed `ModelError`s."""
+        try:
+            return send()
         except openai.APIStatusError as error:
+            if self._cap_parameter == "max_tokens" and _rejects_max_tokens(error.body):
+                raise _CapParameterRejected from None
             raise self._error(error.status_code, error.body, error.message) from None
         except openai.APIConnectionError as error:  # includes timeouts, after the SDK's retries
             raise self._error(None, None, self._connection_detail(error)) from None
@@ -571,4 +643,70 @@ class OpenAIChatModel:
         hold the key, reaches a traceback.
         """
         error = classify_error(status, body, message)
-        return type(error)(_redact(str(error), self._api_key))
+        text = _redact(str(error), self._api_key)
+        if isinstance(error, BadRequestError) and self._blames_tool_choice(body, message):
+            text += _TOOL_CHOICE_HINT
+        return type(error)(text)
+
+    def _blames_tool_choice(self, body: object, message: str) -> bool:
+        return self._wire.send_tool_choice and bool(
+            _TOOL_CHOICE.search(" ".join([*_strings_in(body), message]))
+        )
+
+
+class _CapParameterRejected(Exception):
+    """The server wants the output cap as `max_completion_tokens`; never leaves the adapter."""
+
+
+_Sent = TypeVar("_Sent")
+
+
+class _RequestArguments(TypedDict):
+    model: str
+    messages: list[ChatCompletionMessageParam]
+    tools: list[ChatCompletionToolUnionParam] | openai.Omit
+    tool_choice: ChatCompletionToolChoiceOptionParam | openai.Omit
+    max_tokens: int | openai.Omit
+    max_completion_tokens: int | openai.Omit
+
+
+_TOOL_CHOICE = re.compile(r"tool[_ ]choice", re.IGNORECASE)
+_TOOL_CHOICE_HINT = (
+    "; if this server does not accept tool_choice, set send_tool_choice = false "
+    "(AGENT_TUTORIAL_SEND_TOOL_CHOICE=false)"
+)
+# Not vLLM's "'max_tokens' or 'max_completion_tokens' is too large", which is an overflow.
+_MAX_TOKENS_UNSUPPORTED = re.compile(
+    r"'?max_tokens'? is not supported|use '?max_completion_tokens'? instead", re.IGNORECASE
+)
+
+
+def _rejects_max_tokens(body: object) -> bool:
+    """OpenAI's reply for a model that takes only `max_completion_tokens`: "Unsupported
+    parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'
+    instead." (code `unsupported_parameter`, param `max_tokens`)."""
+    return bool(_MAX_TOKENS_UNSUPPORTED.search(" ".join(_strings_in(body))))
+
+
+def _read_completion(completion: ChatCompletion) -> ModelReply:
+    """The reply in a whole (non-streamed) completion. The SDK does not validate it, so a
+    malformed body surfaces here as AttributeError, TypeError or IndexError."""
+    try:
+        choice = completion.choices[0]
+        message = choice.message
+        calls = _ToolCallAssembler()
+        for index, call in enumerate(message.tool_calls or ()):
+            function = getattr(call, "function", None)  # absent from "custom" tool calls
+            name, arguments = (getattr(function, key, None) for key in ("name", "arguments"))
+            calls.add(index, call.id, name, arguments)
+        streamed = _StreamedReply(
+            text=[message.content or ""],
+            tool_calls=calls,
+            finish_reason=choice.finish_reason,
+            usage=_usage(completion.usage),
+        )
+        return streamed.to_reply()
+    except (AttributeError, TypeError, IndexError) as error:
+        raise ProviderError(
+            f"the endpoint sent a reply this client cannot read ({_one_line(str(error))})"
+        ) from None

@@ -69,6 +69,20 @@ def _add_known(first: int | None, second: int | None) -> int | None:
 
 ZERO_USAGE = Usage(0, 0, 0)
 
+DEFAULT_MAX_OUTPUT_TOKENS = 8_192
+"""The output cap sent with every request unless configured otherwise."""
+
+_OUTPUT_SHARE_OF_WINDOW = 4
+
+
+def clamp_output_tokens(max_output_tokens: int, context_window_tokens: int | None) -> int:
+    """The output cap to send: the configured one, but at most a quarter of a known context
+    window, so that a prompt plus the cap still fits (vLLM rejects a request whose prompt
+    plus `max_tokens` exceeds the window, as if the prompt alone were too long)."""
+    if context_window_tokens is None:
+        return max_output_tokens
+    return max(1, min(max_output_tokens, context_window_tokens // _OUTPUT_SHARE_OF_WINDOW))
+
 
 @dataclass(frozen=True, slots=True)
 class ModelRequest:

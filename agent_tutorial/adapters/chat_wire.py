@@ -1,0 +1,116 @@
+"""The shape of a chat-completions request on the wire, as real servers accept it.
+
+Core messages keep their canonical shapes (and `to_wire`, whose bytes chapter 8 counts);
+this module decides what goes over HTTP: one leading system message, every later system
+note as a `<system-reminder>` user turn, no `null` content. Pure: no SDK, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from agent_tutorial.core.messages import AssistantMessage, ChatMessage, SystemMessage, to_wire
+from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS
+
+# The system prompt and a restored summary.
+_MERGED_SYSTEM_MESSAGES = 2
+
+CapParameter: TypeAlias = Literal["max_tokens", "max_completion_tokens"]
+
+
+@dataclass(frozen=True, slots=True)
+class WireOptions:
+    """What one server needs on the wire. `config.Settings` documents each field under
+    the same name; these defaults are the same values, for tests and library use."""
+
+    send_tool_choice: bool = True
+    stream: bool = True
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    merge_reminders: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_output_tokens < 1:
+            raise ValueError(f"max_output_tokens must be >= 1, got {self.max_output_tokens}")
+
+
+def system_reminder(text: str) -> str:
+    """A system note as user text; Claude Code marks its own notes the same way, so the
+    model can tell them from what the user typed."""
+    return f"<system-reminder>\n{text}\n</system-reminder>"
+
+
+def wire_messages(
+    messages: Sequence[ChatMessage], *, merge_reminders: bool = False
+) -> list[dict[str, Any]]:
+    """The messages as sent: at most one system message, first.
+
+    The system prompt and a restored summary right after it (where compaction puts one)
+    become that one message. Any other system message (a snip marker, a request-only
+    reminder) becomes a user turn in `<system-reminder>` tags, in place, so request-only
+    notes stay after the last canonical message and each request still extends the
+    previous one. Chat templates of Gemma, Mistral and others reject a system message
+    anywhere else, and llama-cpp-python renders the whole tool list again for each one.
+    """
+    leading = _leading_system_messages(messages)
+    wire: list[dict[str, Any]] = []
+    if leading:
+        text = "\n\n".join(message.content for message in leading)
+        wire.append({"role": "system", "content": text})
+    reminders: set[int] = set()
+    for message in messages[len(leading) :]:
+        if isinstance(message, SystemMessage):
+            reminders.add(len(wire))
+            wire.append({"role": "user", "content": system_reminder(message.content)})
+        elif isinstance(message, AssistantMessage):
+            wire.append(_assistant_wire(message))
+        else:
+            wire.append(to_wire(message))
+    return _merged_reminders(wire, reminders) if merge_reminders else wire
+
+
+def _leading_system_messages(messages: Sequence[ChatMessage]) -> list[SystemMessage]:
+    """The system prompt and the summary after it: two at most, since a third system
+    message in a row is a request-only reminder (after a summary and nothing else), which
+    must not change the system message of the requests that follow."""
+    leading: list[SystemMessage] = []
+    for message in messages[:_MERGED_SYSTEM_MESSAGES]:
+        if not isinstance(message, SystemMessage):
+            break
+        leading.append(message)
+    return leading
+
+
+def _assistant_wire(message: AssistantMessage) -> dict[str, Any]:
+    """No `"content": null`: llama-cpp-python rejects it with a 500 validation error. The
+    field is kept, as "", because many chat templates concatenate `message['content']`
+    and fail on a missing one."""
+    wire = to_wire(message)
+    if wire["content"] is None:
+        wire["content"] = ""
+    return wire
+
+
+def _merged_reminders(wire: list[dict[str, Any]], reminders: set[int]) -> list[dict[str, Any]]:
+    """For templates that demand strict user/assistant alternation: a reminder joins the
+    user turn next to it (the one before, else the one after). Two user turns that are
+    both the user's own stay apart."""
+    merged: list[dict[str, Any]] = []
+    previous_is_reminder = False
+    for position, message in enumerate(wire):
+        is_reminder = position in reminders
+        joinable = (
+            merged
+            and message["role"] == "user"
+            and merged[-1]["role"] == "user"
+            and (is_reminder or previous_is_reminder)
+        )
+        if joinable:
+            joined = f"{merged[-1]['content']}\n\n{message['content']}"
+            merged[-1] = {"role": "user", "content": joined}
+            previous_is_reminder = previous_is_reminder and is_reminder
+        else:
+            merged.append(message)
+            previous_is_reminder = is_reminder
+    return merged
