@@ -371,12 +371,16 @@ def _model_for(settings: "Settings", workspace: Path, chapter: int) -> "ModelCli
         return DemoModel(workspace, long_session=chapter == 8)
     from agent_tutorial.adapters.chat_wire import WireOptions
     from agent_tutorial.adapters.openai_chat import OpenAIChatModel
+    from agent_tutorial.core.model import clamp_output_tokens
 
     key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"
     wire = WireOptions(
         send_tool_choice=settings.send_tool_choice,
         stream=settings.stream,
-        max_output_tokens=settings.max_output_tokens,
+        # A quarter of a known window at most, so that a prompt plus the cap still fits.
+        max_output_tokens=clamp_output_tokens(
+            settings.max_output_tokens, settings.context_window_tokens
+        ),
         merge_reminders=settings.merge_reminders,
     )
     return OpenAIChatModel(

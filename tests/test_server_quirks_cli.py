@@ -116,3 +116,14 @@ def test_streaming_can_be_turned_off_in_the_project_config(
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "answered whole"
     assert loopback.requests[0]["stream"] is False
+
+
+def test_the_output_cap_is_a_quarter_of_a_given_context_window_at_most(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+
+    result = run_cli("run", "--chapter", "2", "--context-window", "8000", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert loopback.requests[0]["max_tokens"] == 2_000
