@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from agent_tutorial.adapters.filesystem import Workspace
+from agent_tutorial.adapters.hook_runner import command_hook
 from agent_tutorial.config import Settings
 from agent_tutorial.core.events import EventBus, Notice, PermissionDecided, UsageReported
 from agent_tutorial.core.hooks import HookError, HookGuard, HookInput, HookRegistry
@@ -121,7 +122,7 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     )
     _add_core_tools(profile, tools, workspace, deps.settings)
     hooks = (
-        HookRegistry.from_config(deps.settings.hooks, workspace)
+        HookRegistry.from_config(deps.settings.hooks, workspace, command_hook)
         if Capability.HOOKS in profile
         else None
     )

@@ -1,6 +1,7 @@
 """The `agent-tutorial` command line: `run` one prompt (or open the REPL), and inspect
 artifacts and sessions. This is the edge where errors become one-line messages and exit
-codes: 0 done, 1 runtime failure, 2 usage or configuration error, 130 interrupted."""
+codes: 0 done, 1 runtime failure, 2 usage or configuration error, 130 interrupted (143 on
+SIGTERM, 129 on SIGHUP)."""
 
 import os
 import stat
@@ -27,8 +28,9 @@ if TYPE_CHECKING:
     from agent_tutorial.core.model import ModelClient
     from agent_tutorial.features.compaction import CompactionStrategy
     from agent_tutorial.headless import ResultSubtype, RunReport
+    from agent_tutorial.repl import Repl
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130  # 128 + SIGINT
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -226,7 +228,8 @@ def _run(options: RunOptions, report: "RunReport", out: "Console", err: "Console
         if interactive:
             from agent_tutorial.repl import Repl
 
-            Repl(conversation, report.summary, renderer, model_name=settings.model or "").loop()
+            repl = Repl(conversation, report.summary, renderer, model_name=settings.model or "")
+            _repl_or_exit(repl)
             return
         with rendering(renderer):
             result = _run_or_exit(conversation, text)
@@ -400,11 +403,35 @@ def _run_or_exit(conversation: "Conversation", prompt: str) -> "RunResult":
     try:
         return conversation.run(prompt)
     except (TurnInterrupted, KeyboardInterrupt):
-        raise RunFailed("interrupted", EXIT_INTERRUPTED) from None
+        raise _interrupted() from None
     except MaxTurnsExceeded as error:
         raise RunFailed(str(error), EXIT_FAILURE, "error_max_turns") from None
     except (AgentRunError, ModelError) as error:
         raise RunFailed(str(error), EXIT_FAILURE) from None
+
+
+def _repl_or_exit(repl: "Repl") -> None:
+    """The REPL until it ends; SIGTERM or SIGHUP end it as an interrupted run."""
+    from agent_tutorial.adapters.processes import termination_exit_code
+    from agent_tutorial.core.loop import TurnInterrupted
+
+    try:
+        repl.loop()
+    except (TurnInterrupted, KeyboardInterrupt):
+        if termination_exit_code() is None:
+            raise  # a bug: the REPL handles Ctrl-C itself
+    if termination_exit_code() is not None:
+        raise _interrupted()
+
+
+def _interrupted() -> RunFailed:
+    """Ctrl-C (130), or SIGTERM (143) and SIGHUP (129), which end a run the same way."""
+    from agent_tutorial.adapters.processes import termination_exit_code, termination_name
+
+    code = termination_exit_code()
+    if code is None:
+        return RunFailed("interrupted", EXIT_INTERRUPTED)
+    return RunFailed(f"interrupted by {termination_name()}", code)
 
 
 def _fail(err: "Console", message: str, code: int) -> NoReturn:
@@ -596,8 +623,14 @@ def _session_trace_or_exit(session_id: str, err: "Console") -> tuple[list[Any], 
 
 
 def main() -> None:
+    from agent_tutorial.adapters.processes import become_subreaper, terminate_like_ctrl_c
+
+    # Only the real command adopts orphans and turns SIGTERM/SIGHUP into Ctrl-C: a test
+    # runner that calls `app` in-process keeps its own signal handling and children.
+    become_subreaper()
     try:
-        app()
+        with terminate_like_ctrl_c():
+            app()
     except BrokenPipeError:  # `agent-tutorial … | head` closed our stdout: not an error
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush stays quiet

@@ -23,6 +23,7 @@ from prompt_toolkit.output import Output
 from rich.table import Table
 from rich.text import Text
 
+from agent_tutorial.adapters.processes import termination_exit_code
 from agent_tutorial.bootstrap import Agent
 from agent_tutorial.config import STATE_DIR
 from agent_tutorial.conversation import Conversation
@@ -192,6 +193,8 @@ class Repl:
             try:
                 text = self.session.prompt(PROMPT)
             except KeyboardInterrupt:
+                if termination_exit_code() is not None:
+                    return  # SIGTERM or SIGHUP: the caller reports it
                 if self.session.default_buffer.text:
                     continue  # Ctrl-C on a draft only discards the draft
                 if interrupted_once:
@@ -249,6 +252,8 @@ class Repl:
             with rendering(self.renderer):  # stops a spinner or live answer Ctrl-C cut short
                 self.conversation.run(prompt)
         except (KeyboardInterrupt, TurnInterrupted):
+            if termination_exit_code() is not None:
+                raise  # SIGTERM or SIGHUP end the REPL; the turn is already paired and saved
             self.err.print("interrupted; the conversation goes on", style="yellow")
         except (AgentRunError, ModelError) as error:
             self.err.print(Text.assemble(("error: ", "bold red"), str(error)))

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from hypothesis import HealthCheck
@@ -71,6 +74,49 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 TEST_API_KEY = "sk-test-secret-0123456789"
 
+# Processes are found by a unique marker in their environment: bash replaces itself with a
+# lone command, so a marker in the command line would not survive, but every process the
+# agent starts inherits its environment (unless it clears it on purpose).
+MARKER_VARIABLE = "AGENT_TUTORIAL_TEST_MARKER"
+WAIT_S = 20.0
+
+
+def processes_with_marker(marker: str) -> list[tuple[int, str]]:
+    """(pid, command line) of every live process whose environment carries `marker`."""
+    needle = f"{MARKER_VARIABLE}={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environment = (entry / "environ").read_bytes().split(b"\0")
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except (OSError, UnicodeDecodeError):  # gone, or not ours to read
+            continue
+        if needle in environment:
+            found.append((int(entry.name), command))
+    return found
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)  # polling interval only; correctness never depends on it
+    return True
+
+
+@pytest.fixture
+def marker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A marker every process started from now on inherits; leftovers are killed by pid."""
+    value = uuid4().hex
+    monkeypatch.setenv(MARKER_VARIABLE, value)
+    yield value
+    for pid, _ in processes_with_marker(value):
+        if pid != os.getpid():
+            os.kill(pid, signal.SIGKILL)
+
 
 @dataclass
 class CliRun:
@@ -129,18 +175,11 @@ def run_cli_process(workspace: Path, loopback: LoopbackServer) -> Callable[..., 
     """Runs `agent-tutorial ARGS` as a real process against the loopback server, in
     `workspace`; it fails the test if the process outlives `timeout_s`."""
     import subprocess
-    import sys
 
     def invoke(*args: str, env: dict[str, str] | None = None, timeout_s: float = 60) -> CliRun:
-        environment = {
-            **os.environ,
-            "OPENAI_BASE_URL": loopback.base_url,
-            "OPENAI_API_KEY": TEST_API_KEY,
-            "AGENT_TUTORIAL_MODEL": "loopback-model",
-            **(env or {}),
-        }
+        environment = {**cli_environment(loopback), **(env or {})}
         done = subprocess.run(
-            [sys.executable, "-m", "agent_tutorial", *args],
+            cli_command(*args),
             cwd=workspace,
             env=environment,
             stdin=subprocess.DEVNULL,
@@ -152,3 +191,19 @@ def run_cli_process(workspace: Path, loopback: LoopbackServer) -> Callable[..., 
         return CliRun(done.returncode, done.stdout, done.stderr)
 
     return invoke
+
+
+def cli_command(*args: str) -> list[str]:
+    """`agent-tutorial ARGS` as a real subprocess: `main()` runs, with its signal handling
+    and orphan reaping, which the in-process `run_cli` never sets up."""
+    return [sys.executable, "-m", "agent_tutorial", *args]
+
+
+def cli_environment(loopback: LoopbackServer) -> dict[str, str]:
+    """Our environment plus the loopback endpoint, for `cli_command` subprocesses."""
+    return {
+        **os.environ,
+        "OPENAI_BASE_URL": loopback.base_url,
+        "OPENAI_API_KEY": TEST_API_KEY,
+        "AGENT_TUTORIAL_MODEL": "loopback-model",
+    }

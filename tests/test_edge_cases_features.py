@@ -12,9 +12,9 @@ import pytest
 from rich.console import Console
 
 from agent_tutorial.adapters.filesystem import Workspace
+from agent_tutorial.adapters.hook_runner import CommandHook
 from agent_tutorial.approval import describe_request
 from agent_tutorial.core.hooks import (
-    CommandHook,
     CommandHookConfig,
     HookError,
     HookGuard,
@@ -335,3 +335,14 @@ def test_skill_whose_name_differs_from_its_directory_only_in_case_is_skipped(
         "skills/deploy/SKILL.md: name 'Deploy' is not a slug (lowercase letters and digits "
         "in words joined by single hyphens, at most 64 characters)"
     ]
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_hook_printing_past_the_cap_fails_and_is_killed(workspace: Path, stream: str) -> None:
+    redirect = "" if stream == "stdout" else " >&2"
+    started = time.monotonic()
+
+    with pytest.raises(HookError, match=f"more than 1,048,576 bytes on {stream}"):
+        _run_hook(workspace, f"head -c 200000000 /dev/zero{redirect}; sleep 30")
+
+    assert time.monotonic() - started < 10  # killed at the cap, not at the timeout

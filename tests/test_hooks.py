@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import sys
 import time
 import tomllib
@@ -14,6 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from agent_tutorial.adapters.filesystem import Workspace
+from agent_tutorial.adapters.hook_runner import command_hook
 from agent_tutorial.core.events import EventBus, EventLog, Notice
 from agent_tutorial.core.hooks import (
     CommandHookConfig,
@@ -23,13 +25,14 @@ from agent_tutorial.core.hooks import (
     HookOutcome,
     HookRegistry,
     HooksConfig,
-    command_hook,
 )
 from agent_tutorial.core.loop import AgentRunner, PromptBlocked
 from agent_tutorial.core.messages import ToolMessage, UserMessage, tool_call
 from agent_tutorial.core.permissions import PermissionPolicy
 from agent_tutorial.core.tools import ParsedCall, ToolResult, tool_success
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
+from tests.conftest import cli_command, cli_environment
+from tests.loopback import LoopbackServer, text_stream, tool_stream
 from tests.test_permissions import ScriptedApprover, make_tools, parse
 
 
@@ -54,7 +57,7 @@ def registry_with(
             ]
         }
     )
-    return HookRegistry.from_config(config, workspace)
+    return HookRegistry.from_config(config, workspace, command_hook)
 
 
 def auto_guard(registry: HookRegistry) -> HookGuard:
@@ -419,7 +422,7 @@ command = {orjson.dumps(command).decode()}
 timeout_s = 30
 """
     config = HooksConfig.model_validate(tomllib.loads(toml)["hooks"])
-    guard = auto_guard(HookRegistry.from_config(config, workspace))
+    guard = auto_guard(HookRegistry.from_config(config, workspace, command_hook))
     call = tool_call("call_1", "bash", '{"command": "rm -rf build"}')
     model = ScriptedModel([tool_reply(call), text_reply("ok")])
     AgentRunner(model, make_tools(), guards=[guard], turn_guards=[guard]).run("clean")
@@ -515,3 +518,29 @@ def test_without_a_policy_hook_ask_is_a_denial(workspace: Path) -> None:
         HookGuard(registry, None).before_call(parse("bash", **BASH_LS)), "permission_denied"
     )
     assert "no permission policy" in result.content
+
+
+def test_a_hook_printing_200_mb_fails_the_call_and_memory_stays_flat(
+    workspace: Path, loopback: LoopbackServer
+) -> None:
+    config = workspace / ".agent_tutorial" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[[hooks.PreToolUse]]\ncommand = "head -c 200000000 /dev/zero"\n')
+    loopback.queue(tool_stream([("call-1", "bash", {"command": "true"})]), text_stream("done"))
+
+    with subprocess.Popen(
+        cli_command("run", "--chapter", "4", "-y", "--prompt", "go"),
+        cwd=workspace,
+        env=cli_environment(loopback),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as cli:
+        _, status, usage = os.wait4(cli.pid, 0)  # resource usage of the CLI process itself
+        cli.returncode = os.waitstatus_to_exitcode(status)
+
+    assert cli.returncode == 0
+    result = loopback.requests[1]["messages"][-1]["content"]
+    assert result.startswith("Error [hook_execution_error]")
+    assert "more than 1,048,576 bytes on stdout" in result
+    assert usage.ru_maxrss * 1024 < 150 * 2**20  # ru_maxrss is in KiB on Linux

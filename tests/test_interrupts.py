@@ -1,9 +1,6 @@
 """Ctrl-C for real: SIGINT while a bash tool sleeps (in the loop, in the REPL and in the
-one-shot CLI as a subprocess) and while the model is still answering.
-
-Processes are found by a unique marker in their environment: bash replaces itself with a
-lone command, so a marker in the command line would not survive, but every process the
-agent starts inherits its environment.
+one-shot CLI as a subprocess) and while the model is still answering; SIGTERM and SIGHUP
+to the CLI end a run the same way. Processes are found by `conftest.processes_with_marker`.
 """
 
 from __future__ import annotations
@@ -13,15 +10,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from uuid import uuid4
 
 import pytest
 from rich.console import Console
@@ -47,46 +42,25 @@ from agent_tutorial.render import TerminalRenderer
 from agent_tutorial.repl import Repl
 from agent_tutorial.run_summary import RunSummary
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
-from tests.conftest import TEST_API_KEY
+from tests.conftest import (
+    TEST_API_KEY,
+    WAIT_S,
+    cli_command,
+    cli_environment,
+    processes_with_marker,
+    wait_until,
+)
 from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
 
 pytestmark = pytest.mark.usefixtures("sigint_raises_keyboard_interrupt")
 
-MARKER_VARIABLE = "AGENT_TUTORIAL_TEST_MARKER"
 INTERRUPTED = "Error [interrupted]: the user interrupted this tool call"
 SLEEP = {"command": "sleep 60", "timeout_s": 20}  # the timeout only bounds a failed test
-WAIT_S = 20.0
 MODEL = "loopback-model"
-
-
-def processes_with_marker(marker: str) -> list[tuple[int, str]]:
-    """(pid, command line) of every live process whose environment carries `marker`."""
-    needle = f"{MARKER_VARIABLE}={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environment = (entry / "environ").read_bytes().split(b"\0")
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-        except (OSError, UnicodeDecodeError):  # gone, or not ours to read
-            continue
-        if needle in environment:
-            found.append((int(entry.name), command))
-    return found
 
 
 def sleeping(marker: str) -> bool:
     return any(command.startswith("sleep") for _, command in processes_with_marker(marker))
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)  # polling interval only; correctness never depends on it
-    return True
 
 
 class SigintWhenSleeping(threading.Thread):
@@ -101,17 +75,6 @@ class SigintWhenSleeping(threading.Thread):
         if wait_until(lambda: sleeping(self.marker)):
             self.sent_at = time.monotonic()
             os.kill(os.getpid(), signal.SIGINT)
-
-
-@pytest.fixture
-def marker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A marker every process started from now on inherits; leftovers are killed by pid."""
-    value = uuid4().hex
-    monkeypatch.setenv(MARKER_VARIABLE, value)
-    yield value
-    for pid, _ in processes_with_marker(value):
-        if pid != os.getpid():
-            os.kill(pid, signal.SIGKILL)
 
 
 def bash_runner(workspace: Path, model: ScriptedModel) -> AgentRunner:
@@ -310,28 +273,26 @@ class InterruptedRun:
 
 
 def interrupt_cli_during_sleep(
-    workspace: Path, loopback: LoopbackServer, marker: str
+    workspace: Path,
+    loopback: LoopbackServer,
+    marker: str,
+    signal_number: signal.Signals = signal.SIGINT,
+    arguments: dict[str, Any] = SLEEP,
 ) -> InterruptedRun:
-    """`agent-tutorial run --chapter 2 --prompt …` as a subprocess; Ctrl-C once bash sleeps."""
-    loopback.queue(tool_stream([("call-sleep", "bash", SLEEP)]))
-    environment = {
-        **os.environ,
-        "OPENAI_BASE_URL": loopback.base_url,
-        "OPENAI_API_KEY": TEST_API_KEY,
-        "AGENT_TUTORIAL_MODEL": MODEL,
-    }
-    command = [sys.executable, "-m", "agent_tutorial", "run", "--chapter", "2", "--prompt", "wait"]
+    """`agent-tutorial run --chapter 2 --prompt …` as a subprocess running bash with
+    `arguments`; `signal_number` (Ctrl-C by default) once the marked `sleep` runs."""
+    loopback.queue(tool_stream([("call-sleep", "bash", arguments)]))
     with subprocess.Popen(
-        command,
+        cli_command("run", "--chapter", "2", "--prompt", "wait"),
         cwd=workspace,
-        env=environment,
+        env=cli_environment(loopback),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     ) as cli:
         try:
             assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
-            cli.send_signal(signal.SIGINT)
+            cli.send_signal(signal_number)
             sent_at = time.monotonic()
             _, stderr = cli.communicate(timeout=WAIT_S)
             seconds = time.monotonic() - sent_at
@@ -370,3 +331,46 @@ def test_interrupted_one_shot_run_can_be_continued_with_its_paired_result(
     sent = loopback.requests[-1]["messages"]
     assert {"role": "tool", "tool_call_id": "call-sleep", "content": INTERRUPTED} in sent
     assert isinstance(saved.history[-1], ToolMessage)
+
+
+@pytest.mark.parametrize(
+    ("signal_number", "exit_code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+)
+def test_sigterm_and_sighup_end_a_one_shot_run_like_ctrl_c(
+    workspace: Path,
+    loopback: LoopbackServer,
+    marker: str,
+    signal_number: signal.Signals,
+    exit_code: int,
+) -> None:
+    run = interrupt_cli_during_sleep(workspace, loopback, marker, signal_number)
+
+    assert run.exit_code == exit_code, run.stderr
+    assert run.seconds_to_exit < 2.0
+    assert run.leftovers == []
+    assert f"error: interrupted by {signal_number.name}" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGHUP])
+def test_a_run_ended_by_a_signal_leaves_its_session_paired_and_whole(
+    workspace: Path, loopback: LoopbackServer, marker: str, signal_number: signal.Signals
+) -> None:
+    interrupt_cli_during_sleep(workspace, loopback, marker, signal_number)
+
+    path = latest_session(workspace)
+    assert path is not None
+    saved = load_session(path, repair=False)
+    assert saved.history[-1] == tool_message(INTERRUPTED, "call-sleep")
+    assert saved.repaired == []
+
+
+def test_sigterm_also_stops_what_the_command_moved_out_of_its_group(
+    workspace: Path, loopback: LoopbackServer, marker: str
+) -> None:
+    escaping = {"command": "setsid sleep 61 >/dev/null 2>&1 & sleep 60", "timeout_s": 20}
+
+    run = interrupt_cli_during_sleep(workspace, loopback, marker, signal.SIGTERM, escaping)
+
+    assert run.exit_code == 143, run.stderr
+    assert run.leftovers == []

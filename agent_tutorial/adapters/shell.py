@@ -1,5 +1,6 @@
 """Run one shell command the way an agent needs it: bounded in time and output, and never
-leaving a process behind (the whole process group goes when the command ends)."""
+leaving a process behind (the whole process group goes when the command ends, and so do
+the processes that left it, where `processes.become_subreaper()` lets us find them)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeAlias
+
+from agent_tutorial.adapters.escapees import Escapees
+from agent_tutorial.adapters.processes import TERMINATING_SIGNALS
 
 _SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | None
 
@@ -51,7 +55,7 @@ def run_command(
 
     Output beyond `output_cap_bytes` keeps its first and last halves. On timeout, on
     KeyboardInterrupt (re-raised) and after a normal exit alike, every process left in the
-    command's process group is terminated and bash is reaped.
+    command's process group, and every escapee (see `Escapees`), is terminated and reaped.
     """
     if timeout_s <= 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
@@ -68,10 +72,11 @@ def run_command(
         assert process.stdout is not None  # stdout=PIPE guarantees it
         pipe = process.stdout.fileno()
         try:
+            escapees = Escapees(process.pid)
             latch.release()  # a Ctrl-C pressed while bash started surfaces here
             timed_out = _pump(process, pipe, output, time.monotonic() + timeout_s)
         finally:
-            _stop_group(process, pipe, output)
+            _stop_everything(process, pipe, output, escapees)
     return CommandResult(
         exit_code=None if timed_out else process.returncode,
         timed_out=timed_out,
@@ -97,32 +102,32 @@ def _start_bash(command: str, cwd: Path, env: Mapping[str, str] | None) -> subpr
 
 
 class _CtrlCLatch:
-    """Remembers Ctrl-C instead of acting on it while bash starts.
+    """Remembers Ctrl-C (and SIGTERM, SIGHUP) instead of acting on it while bash starts.
 
     A KeyboardInterrupt raised inside `subprocess.Popen` loses the new process's pid, and
-    with it any way to stop its group; `release()` hands the signal back to the usual
-    handler once the caller can clean up. Only the main thread ever sees Ctrl-C.
+    with it any way to stop its group; `release()` hands the signals back to the usual
+    handlers once the caller can clean up. Only the main thread ever sees them.
     """
 
     def __init__(self) -> None:
-        self._pressed = False
-        self._previous: _SignalHandler = None
+        self._pressed: list[int] = []
+        self._previous: dict[int, _SignalHandler] = {}
         if threading.current_thread() is threading.main_thread():
-            previous = signal.getsignal(signal.SIGINT)
-            if previous is not None:  # None: set outside Python, so we could not restore it
-                signal.signal(signal.SIGINT, self._remember)
-                self._previous = previous
+            for number in (signal.SIGINT, *TERMINATING_SIGNALS):
+                previous = signal.getsignal(number)
+                if previous is not None:  # None: set outside Python, so we could not restore it
+                    signal.signal(number, self._remember)
+                    self._previous[number] = previous
 
     def _remember(self, signal_number: int, frame: FrameType | None) -> None:
-        self._pressed = True
+        self._pressed.append(signal_number)
 
     def release(self) -> None:
-        if self._previous is None:
-            return
-        signal.signal(signal.SIGINT, self._previous)
-        self._previous = None
-        if self._pressed:
-            signal.raise_signal(signal.SIGINT)
+        previous, self._previous = self._previous, {}
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(self._pressed):
+            signal.raise_signal(number)
 
 
 def _pump(
@@ -152,24 +157,33 @@ def _wait_for_exit(process: subprocess.Popen[bytes], deadline: float) -> bool:
     return False
 
 
-def _stop_group(process: subprocess.Popen[bytes], pipe: int, output: _HeadTailBuffer) -> None:
-    """Terminate whatever is left of the command's process group, then reap bash."""
+def _stop_everything(
+    process: subprocess.Popen[bytes], pipe: int, output: _HeadTailBuffer, escapees: Escapees
+) -> None:
+    """Terminate whatever is left of the command's process group and its escapees, then
+    kill what did not go and reap bash and the escapees."""
     try:
         _signal_group(process.pid, signal.SIGTERM)
+        escapees.terminate()
         # The pipe reaches end-of-file once every process holding it has exited; until
         # then keep what the dying processes still write.
-        _drain(pipe, output, time.monotonic() + _TERM_GRACE_S)
+        _drain(pipe, output, time.monotonic() + _TERM_GRACE_S, escapees)
     finally:  # even if a second Ctrl-C cuts the grace short
         _signal_group(process.pid, signal.SIGKILL)
         process.wait()
+        escapees.kill_and_reap()
 
 
-def _drain(pipe: int, output: _HeadTailBuffer, deadline: float) -> None:
+def _drain(pipe: int, output: _HeadTailBuffer, deadline: float, escapees: Escapees) -> None:
     with selectors.DefaultSelector() as selector:
         selector.register(pipe, selectors.EVENT_READ)
         while (remaining := deadline - time.monotonic()) > 0:
-            if not selector.select(remaining) or not _read_chunk(pipe, output):
+            ready = selector.select(min(remaining, _EXIT_CHECK_INTERVAL_S))
+            if ready and not _read_chunk(pipe, output):
                 return
+            # A process that left the group may hold the pipe; bash's death may have just
+            # made one an orphan of ours.
+            escapees.terminate()
 
 
 def _read_chunk(pipe: int, output: _HeadTailBuffer) -> bool:

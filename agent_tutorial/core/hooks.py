@@ -14,26 +14,23 @@ stdout; exit 2 = block, with stderr as the reason. The semantics follow Claude C
   never forces twice in a row); `continue: false` lets the run end regardless.
 - `additional_context` is appended to the prompt (UserPromptSubmit) or the tool result.
 
-A hook that fails (other exit codes, unusable JSON, a timeout) never crashes the run: a
-tool call gets a `hook_execution_error` result (PreToolUse: the tool does not run;
-PostToolUse: its output is withheld), a prompt is blocked, and a Stop hook warns and lets
-the run end. `HookRegistry.fire` (PreCompact, PostCompact) raises `HookError`.
+A hook that fails (other exit codes, unusable JSON, a timeout, more than 1 MiB on stdout
+or on stderr) never crashes the run: a tool call gets a `hook_execution_error` result
+(PreToolUse: the tool does not run; PostToolUse: its output is withheld), a prompt is
+blocked, and a Stop hook warns and lets the run end. `HookRegistry.fire` (PreCompact,
+PostCompact) raises `HookError`.
+
+This module is the protocol and the rules; `adapters/hook_runner.py` runs the commands.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import signal
-import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, get_args
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
 from agent_tutorial.core.events import EventBus, Notice
@@ -58,7 +55,6 @@ HookEvent: TypeAlias = Literal[
 HOOK_EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)
 TOOL_EVENTS: tuple[HookEvent, ...] = ("PreToolUse", "PostToolUse")
 MAX_REASON_CHARS = 4_000
-_EXIT_POLL_S = 0.05  # how often a hook whose pipes stay open is checked for having exited
 
 
 class HookError(Exception):
@@ -135,7 +131,7 @@ class CommandHookConfig(BaseModel):
     command: str = Field(min_length=1)
     """Run with `bash -c` in the workspace; gets the event as one JSON object on stdin."""
     timeout_s: float = Field(default=30, gt=0)
-    """Seconds before the command's whole process group is killed."""
+    """Seconds before the command, and everything it started, is killed."""
 
     @field_validator("matcher")
     @classmethod
@@ -162,6 +158,9 @@ class HooksConfig(RootModel[dict[HookEvent, tuple[CommandHookConfig, ...]]]):
         return root
 
 
+CommandHookFactory: TypeAlias = Callable[[CommandHookConfig, Path], HookCallback]
+
+
 @dataclass(frozen=True, slots=True)
 class _Registration:
     event: HookEvent
@@ -177,7 +176,11 @@ class HookRegistry:
         self._registrations: list[_Registration] = []
 
     @classmethod
-    def from_config(cls, config: HooksConfig, workspace: Path) -> HookRegistry:
+    def from_config(
+        cls, config: HooksConfig, workspace: Path, command_hook: CommandHookFactory
+    ) -> HookRegistry:
+        """The configured command hooks, each made a callback by `command_hook` (the
+        process runner, `adapters.hook_runner.command_hook`, lives outside core)."""
         registry = cls(workspace)
         for event, hooks in config.root.items():
             for hook in hooks:
@@ -210,84 +213,24 @@ class HookRegistry:
         return [callback(hook_input) for callback in self.callbacks(event, hook_input.tool_name)]
 
 
-@dataclass(frozen=True, slots=True)
-class CommandHook:
-    """A `HookCallback` that runs a shell command (see the module docstring for the protocol)."""
-
-    config: CommandHookConfig
-    workspace: Path
-
-    def __call__(self, hook_input: HookInput) -> HookOutcome:
-        stdout, stderr, status = self._run(orjson.dumps(hook_input.to_json()))
-        if status == 2:
-            reason = _decode(stderr).strip()
-            return HookOutcome(decision="deny", reason=reason or f"{self.name} exited with 2")
-        if status != 0:
-            detail = _decode(stderr).strip()
-            how = f"was killed by signal {-status}" if status < 0 else f"exited with {status}"
-            raise HookError(f"{self.name} {how}" + (f": {detail}" if detail else ""))
-        return self._parse_reply(stdout)
-
-    @property
-    def name(self) -> str:
-        return f"hook {self.config.command!r}"
-
-    def _run(self, payload: bytes) -> tuple[bytes, bytes, int]:
-        try:
-            process = subprocess.Popen(
-                ["bash", "-c", self.config.command],
-                cwd=self.workspace,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # its own process group, so a timeout kills it all
-                env={**os.environ, "AGENT_TUTORIAL_WORKSPACE": str(self.workspace)},
-            )
-        except OSError as error:
-            raise HookError(f"{self.name} could not start: {error}") from error
-        with process:
-            try:
-                stdout, stderr = self._communicate(process, payload)
-            finally:
-                if process.returncode is None:  # timed out or interrupted
-                    _kill_group(process)
-        return stdout, stderr, process.returncode
-
-    def _communicate(self, process: subprocess.Popen[bytes], payload: bytes) -> tuple[bytes, bytes]:
-        """The hook's stdout and stderr once both pipes close, within `timeout_s`.
-
-        A hook that exits but leaves a background child holding its pipes (`notify &`)
-        would otherwise keep the run waiting for the whole timeout; once the hook itself
-        has exited, the rest of its process group is killed so the pipes close.
-        """
-        deadline = time.monotonic() + self.config.timeout_s
-        pending: bytes | None = payload  # stdin is written once; a retry must not resend it
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                return process.communicate(pending, timeout=min(max(remaining, 0), _EXIT_POLL_S))
-            except subprocess.TimeoutExpired:
-                pending = None  # retrying communicate() loses no output (documented)
-            if remaining <= 0:
-                raise HookError(
-                    f"{self.name} timed out after {self.config.timeout_s:g} s and was killed"
-                )
-            if process.poll() is not None:
-                _kill_group(process)
-
-    def _parse_reply(self, stdout: bytes) -> HookOutcome:
-        if not stdout.strip():
-            return HookOutcome()
-        try:
-            reply = _CommandHookReply.model_validate_json(stdout)
-        except ValidationError as error:
-            problems = describe_validation_error(error, whole="value")
-            raise HookError(f"{self.name} printed unusable JSON: {problems}") from None
-        return reply.to_outcome()
-
-
-def command_hook(config: CommandHookConfig, workspace: Path) -> HookCallback:
-    return CommandHook(config, workspace)
+def command_outcome(name: str, status: int, stdout: bytes, stderr: bytes) -> HookOutcome:
+    """What a command hook that exited with `status` answered (the protocol above);
+    raises `HookError` for a failure. Running the command is `adapters.hook_runner`'s job."""
+    if status == 2:
+        reason = _decode(stderr).strip()
+        return HookOutcome(decision="deny", reason=reason or f"{name} exited with 2")
+    if status != 0:
+        detail = _decode(stderr).strip()
+        how = f"was killed by signal {-status}" if status < 0 else f"exited with {status}"
+        raise HookError(f"{name} {how}" + (f": {detail}" if detail else ""))
+    if not stdout.strip():
+        return HookOutcome()
+    try:
+        reply = _CommandHookReply.model_validate_json(stdout)
+    except ValidationError as error:
+        problems = describe_validation_error(error, whole="value")
+        raise HookError(f"{name} printed unusable JSON: {problems}") from None
+    return reply.to_outcome()
 
 
 class _CommandHookReply(BaseModel):
@@ -466,11 +409,6 @@ def _with_context(result: ToolResult, context: Sequence[str]) -> ToolResult:
         return result
     notes = "\n".join(f"[hook context] {text}" for text in context)
     return replace(result, content=f"{result.content}\n\n{notes}")
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):  # the whole group is already gone
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 def _decode(data: bytes) -> str:

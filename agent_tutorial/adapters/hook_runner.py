@@ -1,0 +1,160 @@
+"""The process side of command hooks (chapter 4): run the configured command with the
+event on stdin, read what it prints within a time limit and a size cap, and leave no
+process behind. What the exit code and the printed JSON mean is `core.hooks`' business.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import orjson
+
+from agent_tutorial.adapters.escapees import Escapees
+from agent_tutorial.core.hooks import (
+    CommandHookConfig,
+    HookCallback,
+    HookError,
+    HookInput,
+    HookOutcome,
+    command_outcome,
+)
+
+MAX_HOOK_OUTPUT_BYTES = 1 << 20
+"""Per stream: a hook that prints more on stdout or on stderr fails, so a chatty or
+runaway hook costs at most this much memory."""
+_CHUNK_BYTES = 64 * 1024
+_EXIT_POLL_S = 0.05  # how often a hook whose pipes stay open is checked for having exited
+
+
+@dataclass(frozen=True, slots=True)
+class CommandHook:
+    """A `HookCallback` that runs a shell command (see `core.hooks` for the protocol)."""
+
+    config: CommandHookConfig
+    workspace: Path
+
+    def __call__(self, hook_input: HookInput) -> HookOutcome:
+        stdout, stderr, status = self._run(orjson.dumps(hook_input.to_json()))
+        return command_outcome(self.name, status, stdout, stderr)
+
+    @property
+    def name(self) -> str:
+        return f"hook {self.config.command!r}"
+
+    def _run(self, payload: bytes) -> tuple[bytes, bytes, int]:
+        try:
+            process = subprocess.Popen(
+                ["bash", "-c", self.config.command],
+                cwd=self.workspace,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # its own process group, so everything it starts can go
+                env={**os.environ, "AGENT_TUTORIAL_WORKSPACE": str(self.workspace)},
+            )
+        except OSError as error:
+            raise HookError(f"{self.name} could not start: {error}") from error
+        with process:
+            escapees = Escapees(process.pid)
+            try:
+                stdout, stderr = self._exchange(process, payload, escapees)
+            finally:  # done, failed, timed out or interrupted: nothing it started stays
+                _kill_group(process)
+                process.wait()
+                escapees.kill_and_reap()
+        return stdout, stderr, process.returncode
+
+    def _exchange(
+        self, process: subprocess.Popen[bytes], payload: bytes, escapees: Escapees
+    ) -> tuple[bytes, bytes]:
+        """Write `payload` to the hook's stdin and read its stdout and stderr until both
+        close, within `timeout_s` and `MAX_HOOK_OUTPUT_BYTES` per stream.
+
+        A hook that exits but leaves a background child holding its pipes (`notify &`, a
+        daemon) would otherwise keep the run waiting for the whole timeout; once the hook
+        itself has exited, the rest of its process group and its escapees are killed, so
+        the pipes close.
+        """
+        assert process.stdin and process.stdout and process.stderr  # all three are PIPEs
+        streams = _Streams(process.stdin, payload)
+        output = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
+        deadline = time.monotonic() + self.config.timeout_s
+        with selectors.DefaultSelector() as selector:
+            streams.register(selector, output)
+            while selector.get_map():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise HookError(
+                        f"{self.name} timed out after {self.config.timeout_s:g} s and was killed"
+                    )
+                for key, _ in selector.select(min(remaining, _EXIT_POLL_S)):
+                    streams.serve(selector, key.fd, output.get(key.fd))
+                self._check_size(output[process.stdout.fileno()], "stdout")
+                self._check_size(output[process.stderr.fileno()], "stderr")
+                if process.poll() is not None:
+                    _kill_group(process)
+                    escapees.kill_and_reap()
+        return bytes(output[process.stdout.fileno()]), bytes(output[process.stderr.fileno()])
+
+    def _check_size(self, data: bytearray, stream: str) -> None:
+        if len(data) > MAX_HOOK_OUTPUT_BYTES:
+            raise HookError(
+                f"{self.name} printed more than {MAX_HOOK_OUTPUT_BYTES:,} bytes on {stream} "
+                "and was killed"
+            )
+
+
+class _Streams:
+    """The hook's three pipes: stdin written once, without blocking; stdout and stderr read
+    in chunks of at most `_CHUNK_BYTES` into their buffers."""
+
+    def __init__(self, stdin: IO[bytes], payload: bytes) -> None:
+        self._stdin = stdin
+        self._pending = memoryview(payload)
+
+    def register(self, selector: selectors.BaseSelector, output: dict[int, bytearray]) -> None:
+        os.set_blocking(self._stdin.fileno(), False)
+        selector.register(self._stdin, selectors.EVENT_WRITE)
+        for fd in output:
+            selector.register(fd, selectors.EVENT_READ)
+
+    def serve(self, selector: selectors.BaseSelector, fd: int, into: bytearray | None) -> None:
+        if into is None:
+            self._write(selector)
+            return
+        chunk = os.read(fd, _CHUNK_BYTES)
+        if chunk:
+            into += chunk
+        else:
+            selector.unregister(fd)
+
+    def _write(self, selector: selectors.BaseSelector) -> None:
+        try:
+            written = os.write(self._stdin.fileno(), self._pending[:_CHUNK_BYTES])
+        except BlockingIOError:
+            return
+        except BrokenPipeError:  # the hook does not read its input; that is its choice
+            written = len(self._pending)
+        self._pending = self._pending[written:]
+        if not self._pending:
+            selector.unregister(self._stdin)
+            self._stdin.close()  # end-of-file for the hook
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    # ProcessLookupError: the whole group is already gone; PermissionError: only members
+    # that changed their user id remain, and we may not signal them.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def command_hook(config: CommandHookConfig, workspace: Path) -> HookCallback:
+    return CommandHook(config, workspace)

@@ -1,0 +1,76 @@
+"""No process outlives the tool call that started it, and SIGTERM or SIGHUP end a run as
+Ctrl-C does.
+
+Killing a command's process group misses whatever left the group: `setsid`, `setsid -f`,
+`nohup … &` under a new session, double-forked daemons. On Linux the CLI makes itself a
+*child subreaper* (`prctl(PR_SET_CHILD_SUBREAPER)`): an orphan anywhere below it is
+re-parented to it instead of to init, where `escapees.Escapees` finds, kills and reaps it.
+Only `main()` turns this on; a process that did not (a test runner, another platform)
+keeps the process-group kill alone.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+_PR_SET_CHILD_SUBREAPER = 36  # from <linux/prctl.h>
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+_subreaper = False
+_termination_signal: int | None = None
+
+
+def is_subreaper() -> bool:
+    return _subreaper
+
+
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants from now on (Linux); False where that is not possible."""
+    global _subreaper
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes  # here, not at the top: `--help` and `--version` should not pay for it
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return False
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        return False
+    _subreaper = True
+    return True
+
+
+class TerminationRequested(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Ctrl-C would be, so every path that stops a tool's
+    processes and pairs history on Ctrl-C does the same for them."""
+
+
+def _raise_termination(signal_number: int, frame: FrameType | None) -> None:
+    global _termination_signal
+    _termination_signal = signal_number
+    raise TerminationRequested(signal.Signals(signal_number).name)
+
+
+@contextmanager
+def terminate_like_ctrl_c() -> Iterator[None]:
+    """While inside, SIGTERM and SIGHUP raise `TerminationRequested` in the main thread."""
+    previous = {number: signal.signal(number, _raise_termination) for number in TERMINATING_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+
+
+def termination_exit_code() -> int | None:
+    """128 + the signal that asked this process to end (143 SIGTERM, 129 SIGHUP), if one did."""
+    return None if _termination_signal is None else 128 + _termination_signal
+
+
+def termination_name() -> str:
+    return "" if _termination_signal is None else signal.Signals(_termination_signal).name

@@ -1,0 +1,78 @@
+"""No process outlives the bash call or hook that started it, even one that left the
+command's process group: the CLI (a real subprocess, so `main()` makes it a subreaper)
+finds and kills what escaped. Processes are found by `conftest.processes_with_marker`."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import WAIT_S, cli_command, cli_environment, processes_with_marker
+from tests.loopback import LoopbackServer, text_stream, tool_stream
+
+DAEMON = (
+    "import os, time\n"
+    "if os.fork(): os._exit(0)\n"
+    "os.setsid()\n"
+    "if os.fork(): os._exit(0)\n"
+    "time.sleep(60)\n"
+)
+ESCAPES = {
+    "setsid &": "setsid sleep 60 >/dev/null 2>&1 &",
+    "setsid -f": "setsid -f sleep 60 >/dev/null 2>&1",
+    "setsid -f holding the pipe": "setsid -f sleep 60",
+    "nohup &": "nohup sleep 60 >/dev/null 2>&1 &",
+    "double-forked daemon": f"{shlex.quote(sys.executable)} -c {shlex.quote(DAEMON)}",
+}
+
+
+def run_cli_to_the_end(workspace: Path, loopback: LoopbackServer, *args: str) -> str:
+    """Run the CLI subprocess until it exits by itself; return its stderr."""
+    completed = subprocess.run(
+        cli_command(*args),
+        cwd=workspace,
+        env=cli_environment(loopback),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=WAIT_S,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr.decode()
+    return completed.stderr.decode()
+
+
+@pytest.mark.parametrize("command", ESCAPES.values(), ids=ESCAPES.keys())
+def test_nothing_a_bash_call_started_survives_it(
+    workspace: Path, loopback: LoopbackServer, marker: str, command: str
+) -> None:
+    loopback.queue(tool_stream([("call-1", "bash", {"command": command})]), text_stream("done"))
+
+    run_cli_to_the_end(workspace, loopback, "run", "--chapter", "2", "--prompt", "start it")
+
+    assert processes_with_marker(marker) == []
+    tool_result = loopback.requests[1]["messages"][-1]
+    assert tool_result["role"] == "tool"
+    assert "exit code 0" in tool_result["content"]
+
+
+def test_nothing_a_hook_started_survives_it(
+    workspace: Path, loopback: LoopbackServer, marker: str
+) -> None:
+    config = workspace / ".agent_tutorial" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(
+        "[[hooks.PreToolUse]]\n"
+        f"command = {ESCAPES['setsid -f']!r}\n"
+        "[[hooks.PostToolUse]]\n"
+        f"command = {ESCAPES['double-forked daemon']!r}\n"
+    )
+    loopback.queue(tool_stream([("call-1", "bash", {"command": "true"})]), text_stream("done"))
+
+    run_cli_to_the_end(workspace, loopback, "run", "--chapter", "4", "-y", "--prompt", "go")
+
+    assert processes_with_marker(marker) == []
+    assert "exit code 0" in loopback.requests[1]["messages"][-1]["content"]
