@@ -74,6 +74,23 @@ def test_model_summarizer_accepts_exactly_the_five_fields() -> None:
 
 
 @pytest.mark.parametrize(
+    "fenced",
+    [
+        "```json\n{}\n```",
+        "```\n{}\n```",
+        "\n  ```JSON\n{}\n```  \n",
+        "```json\n{}\n  ```",
+    ],
+    ids=["json", "untagged", "padded", "indented-close"],
+)
+def test_model_summarizer_accepts_the_object_in_one_code_fence(fenced: str) -> None:
+    """Small models fence the JSON despite the prompt; the fields stay as strict."""
+    reply = text_reply(fenced.replace("{}", json.dumps(VALID, indent=2)))
+
+    assert summarize_reply(reply) == SUMMARY
+
+
+@pytest.mark.parametrize(
     ("reply", "reason"),
     [
         (ModelReply(assistant_message(json.dumps(VALID)), "length"), "'length', not 'stop'"),
@@ -86,7 +103,12 @@ def test_model_summarizer_accepts_exactly_the_five_fields() -> None:
         (text_reply(""), "empty"),
         (text_reply("  \n"), "empty"),
         (text_reply("Here is the summary: {}"), "not JSON"),
-        (text_reply("```json\n" + json.dumps(VALID) + "\n```"), "not JSON"),
+        (text_reply("Summary:\n```json\n" + json.dumps(VALID) + "\n```"), "not JSON"),
+        (text_reply("```json\n" + json.dumps(VALID) + "\n```\nDone."), "not JSON"),
+        (text_reply("```python\n" + json.dumps(VALID) + "\n```"), "not JSON"),
+        (text_reply("```json\n" + json.dumps(VALID) + "\n"), "not JSON"),
+        (text_reply("```json\n{}\n```\n```json\n" + json.dumps(VALID) + "\n```"), "not JSON"),
+        (text_reply("```json\n" + json.dumps([VALID]) + "\n```"), "not an object"),
         (text_reply(json.dumps([VALID])), "not an object"),
         (text_reply(with_changes(user_constraints=...)), "missing \\['user_constraints'\\]"),
         (text_reply(with_changes(notes=["extra"])), "unexpected \\['notes'\\]"),

@@ -11,7 +11,7 @@ from agent_tutorial.features.compaction import SUMMARY_SYSTEM_PROMPT
 from tests.conftest import CliRun
 from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
 from tests.loopback_quirks import LLAMA_CPP_PYTHON, Quirks
-from tests.test_chapter8_cli import SUMMARY
+from tests.test_chapter8_cli import SUMMARY, wire_summary
 from tests.test_error_classification import OVERFLOW_REPLIES
 
 RunCli = Any
@@ -55,7 +55,7 @@ def test_a_chapter_8_overflow_sent_as_an_empty_stream_is_compacted_and_the_run_f
     loopback.queue(
         tool_stream([("call_1", "read_file", {"path": "notes.md"})]),
         error_reply(*OVERFLOW_REPLIES["llama-cpp-python"]),  # sent as an empty stream
-        text_stream(json.dumps(SUMMARY)),
+        text_stream(f"```json\n{json.dumps(SUMMARY, indent=2)}\n```"),  # a small model's fence
         text_stream("done after compacting"),
     )
 
@@ -68,6 +68,8 @@ def test_a_chapter_8_overflow_sent_as_an_empty_stream_is_compacted_and_the_run_f
     assert streamed == [True, True, False, True, True]
     summary_request = loopback.requests[3]
     assert summary_request["messages"][0]["content"].startswith(SUMMARY_SYSTEM_PROMPT)
+    assert wire_summary(loopback.requests[4])["current_goal"] == SUMMARY["current_goal"]
+    assert "extractive" not in result.stderr  # the fenced summary was accepted
     assert_every_request_fits_strict_servers(loopback)
 
 

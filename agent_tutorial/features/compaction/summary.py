@@ -3,6 +3,7 @@ and the model-written summarizer that accepts nothing but exactly that JSON obje
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -163,13 +164,27 @@ def parse_summary_reply(reply: ModelReply) -> CompactionSummary:
     if content is None or not content.strip():
         raise CompactionError("the summary reply is empty")
     try:
-        data = orjson.loads(content)
+        data = orjson.loads(_without_fence(content))
     except orjson.JSONDecodeError as error:
         raise CompactionError(f"the summary reply is not JSON: {error}") from error
     if not isinstance(data, dict):
         raise CompactionError(f"the summary reply is a JSON {type(data).__name__}, not an object")
     _check_summary_fields(data)
     return CompactionSummary(**data)
+
+
+# One Markdown code fence around the whole reply, untagged or tagged json: small models add
+# it despite the prompt. Anything else around or inside it stays an error.
+_FENCED = re.compile(
+    r"\s*```(?:json)?[ \t]*\n(?P<body>.*)\n[ \t]*```\s*", re.DOTALL | re.IGNORECASE
+)
+
+
+def _without_fence(content: str) -> str:
+    match = _FENCED.fullmatch(content)
+    if match is None or "```" in match.group("body"):
+        return content
+    return match.group("body")
 
 
 def _check_summary_fields(data: dict[str, Any]) -> None:
