@@ -102,6 +102,16 @@ def test_an_agents_md_symlink_out_of_the_workspace_is_not_read(
     assert "AGENTS.md ignored: it resolves outside the workspace" in result.stderr
 
 
+def test_an_agents_md_symlink_into_the_state_folder_is_refused(workspace: Path) -> None:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / ".env").write_text("OPENAI_API_KEY=sk-not-for-the-prompt\n")
+    (workspace / "AGENTS.md").symlink_to(".agent_tutorial/.env")
+
+    with pytest.raises(InstructionsError, match=r"AGENTS\.md ignored: tools may not read"):
+        read_project_instructions(workspace, 1024)
+
+
 def test_a_symlink_inside_the_workspace_is_followed(workspace: Path) -> None:
     (workspace / "docs").mkdir()
     (workspace / "docs" / "agents.md").write_text(RULE)

@@ -10,7 +10,13 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_tutorial.adapters.filesystem import WorkspacePathError, resolve_workspace_path
+from agent_tutorial.adapters.filesystem import (
+    ProtectedPathError,
+    Target,
+    Workspace,
+    WorkspacePathError,
+    open_for_reading,
+)
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")  # AGENTS.md wins when both exist
 
@@ -59,21 +65,21 @@ def read_project_instructions(workspace: Path, max_bytes: int) -> ProjectInstruc
 
 
 def _read(workspace: Path, name: str, max_bytes: int) -> ProjectInstructions:
+    """Read through the file tools' descriptor walk, so a symlink that leads outside the
+    workspace, or into the state folder's files (`.agent_tutorial/.env`), is refused however
+    it gets there."""
     try:
-        real = resolve_workspace_path(workspace, name)
+        with Workspace(workspace).target(name) as target:
+            found = _regular_file_prefix(target, max_bytes + 1)
+    except ProtectedPathError as error:
+        raise InstructionsError(f"{name} ignored: {error}") from None
     except WorkspacePathError:
         raise InstructionsError(f"{name} ignored: it resolves outside the workspace") from None
-    try:
-        # O_NOFOLLOW: the real path has no symlink left; one swapped in since is refused.
-        # O_NONBLOCK: a FIFO put there must not stall the start-up.
-        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
         raise InstructionsError(f"{name} ignored: {error.strerror or error}") from None
-    with os.fdopen(fd, "rb") as file:
-        status = os.fstat(file.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise InstructionsError(f"{name} ignored: not a regular file")
-        data = file.read(max_bytes + 1)
+    if found is None:
+        raise InstructionsError(f"{name} ignored: not a regular file")
+    size, data = found
     truncated = len(data) > max_bytes
     kept = data[:max_bytes]
     try:
@@ -85,6 +91,16 @@ def _read(workspace: Path, name: str, max_bytes: int) -> ProjectInstructions:
     return ProjectInstructions(
         file_name=name,
         text=text.removeprefix("\ufeff"),
-        size=max(status.st_size, len(data)),
+        size=max(size, len(data)),
         truncated=truncated,
     )
+
+
+def _regular_file_prefix(target: Target, limit: int) -> tuple[int, bytes] | None:
+    """(whole size, first `limit` bytes), or None for anything but a regular file; checked
+    on the open descriptor, since a FIFO would block the read forever."""
+    with os.fdopen(open_for_reading(target), "rb") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        return status.st_size, file.read(limit)
