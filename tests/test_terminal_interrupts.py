@@ -1,19 +1,23 @@
-"""Ctrl-C at the approval prompt, on a real pseudo-terminal: the terminal driver turns the
-key into SIGINT, as for a user. It cancels the whole turn, as anywhere else in a turn:
-the call does not run, the model is not asked again, and the history stays paired."""
+"""Ctrl-C on a real pseudo-terminal, where the terminal driver turns the key into SIGINT
+as it does for a user. At the approval prompt it cancels the whole turn, as anywhere else
+in a turn: the call does not run, the model is not asked again, the history stays paired.
+While the model answers, the turn is recorded as interrupted."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from tests.loopback import LoopbackServer, text_stream, tool_stream
+from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
 from tests.terminal import Terminal
 
 MakeTerminal = Callable[..., Terminal]
 CTRL_C = "\x03"
 TOUCH = [("call-touch", "bash", {"command": "touch ran.txt"})]
 INTERRUPTED = "Error [interrupted]: the user interrupted this tool call"
+WAIT_S = 20.0
 
 
 def test_ctrl_c_at_the_approval_prompt_cancels_the_repl_turn(
@@ -53,3 +57,36 @@ def test_ctrl_c_at_the_approval_prompt_ends_a_one_shot_run_with_130(
     assert "error: interrupted" in terminal.text()
     assert not (workspace / "ran.txt").exists()
     assert len(loopback.requests) == 1
+
+
+def test_ctrl_c_while_the_model_answers_records_the_turn_as_interrupted(
+    make_terminal: MakeTerminal, loopback: LoopbackServer
+) -> None:
+    asked, released = threading.Event(), threading.Event()
+
+    def answer_when_released(_body: dict[str, Any]) -> Reply:
+        asked.set()
+        released.wait(WAIT_S)
+        return text_stream("too late")
+
+    loopback.queue(answer_when_released, text_stream("a fresh answer"))
+    terminal = make_terminal("run", "--chapter", "2")
+    try:
+        terminal.wait_for_prompt()
+        terminal.enter("a slow question")
+        terminal.wait_for(asked.is_set, "the request")
+
+        terminal.type(CTRL_C)
+
+        terminal.wait_for_text("interrupted; the conversation goes on")
+    finally:
+        released.set()
+    terminal.wait_for_prompt()
+    terminal.enter("a second question")
+    terminal.wait_for_text("a fresh answer")
+    sent = [m for m in loopback.requests[1]["messages"] if m["role"] != "system"]
+    assert sent == [
+        {"role": "user", "content": "a slow question"},
+        {"role": "assistant", "content": "[interrupted by the user]"},
+        {"role": "user", "content": "a second question"},
+    ]
