@@ -6,6 +6,7 @@ place that asks `Capability.X in profile`. Nothing else knows which chapter it r
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Literal
 
 from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.adapters.hook_runner import command_hook
-from agent_tutorial.config import Settings
+from agent_tutorial.config import STATE_DIR, Settings
 from agent_tutorial.core.events import EventBus, Notice, PermissionDecided, UsageReported
 from agent_tutorial.core.hooks import HookError, HookGuard, HookInput, HookRegistry
 from agent_tutorial.core.loop import AgentRunner, CallGuard, RequestGuidance, TurnGuard
@@ -27,7 +28,8 @@ from agent_tutorial.core.permissions import (
     PermissionPolicy,
 )
 from agent_tutorial.core.tools import ToolRegistry
-from agent_tutorial.features.builtin_tools import bash_tool, file_tools, search_tools
+from agent_tutorial.features.bash import BashSettings, bash_tool
+from agent_tutorial.features.builtin_tools import file_tools, search_tools
 from agent_tutorial.features.compaction import (
     CompactionManager,
     CompactionSummary,
@@ -46,6 +48,7 @@ from agent_tutorial.features.project_instructions import (
     ProjectInstructions,
     read_project_instructions,
 )
+from agent_tutorial.features.redaction import Redactor, dotenv_secrets_source, known_secrets
 from agent_tutorial.features.skills import SkillRegistry, load_skill_tool
 from agent_tutorial.features.subagents import (
     SUBAGENT_MAX_TURNS,
@@ -120,7 +123,8 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         workspace=workspace,
         context_meter=ContextMeter(_window(deps.settings)),
     )
-    _add_core_tools(profile, tools, workspace, deps.settings)
+    redactor = secret_redactor(deps.settings, workspace)
+    _add_core_tools(profile, tools, workspace, deps.settings, redactor)
     hooks = (
         HookRegistry.from_config(deps.settings.hooks, workspace, command_hook)
         if Capability.HOOKS in profile
@@ -207,12 +211,34 @@ def _show_plan(events: EventBus, items: tuple[TodoItem, ...]) -> None:
     events.emit(Notice("info", "Plan:\n" + (render_plan(items) or "(cleared)")))
 
 
+def secret_redactor(settings: Settings, workspace: Path) -> Redactor:
+    """Masks the API key in use, the values of secret-looking variables in the environment
+    and in `.agent_tutorial/.env`, and (unless `redact_secrets = false`) token shapes."""
+    api_key = settings.api_key.get_secret_value() if settings.api_key else None
+    secrets = known_secrets(
+        [os.environ, dotenv_secrets_source(workspace / STATE_DIR / ".env")],
+        api_key=api_key,
+        api_key_name=settings.api_key_env,
+        public=[settings.base_url, settings.model],
+    )
+    return Redactor(secrets, patterns=settings.redact_secrets)
+
+
 def _add_core_tools(
-    profile: ChapterProfile, tools: ToolRegistry, workspace: Path, settings: Settings
+    profile: ChapterProfile,
+    tools: ToolRegistry,
+    workspace: Path,
+    settings: Settings,
+    redactor: Redactor,
 ) -> None:
     if Capability.BASH in profile:
-        secrets = {"OPENAI_API_KEY", settings.api_key_env}
-        tools.register(bash_tool(workspace, hidden_env=secrets))
+        bash = BashSettings(
+            include_env=frozenset(settings.shell_environment.include),
+            hidden_env=frozenset({"OPENAI_API_KEY", settings.api_key_env}),
+            redactor=redactor,
+            disk_cap_bytes=settings.output_disk_cap_bytes,
+        )
+        tools.register(bash_tool(workspace, bash))
     if Capability.FILE_TOOLS in profile:
         for tool in file_tools(workspace):
             tools.register(tool)

@@ -29,6 +29,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
 from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
@@ -50,6 +51,14 @@ class PermissionsConfig(BaseModel):
 
     rules: tuple[PermissionRule, ...] = ()
     """User rules, checked against every tool call (deny > ask > allow)."""
+
+
+class ShellEnvironmentConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    include: tuple[str, ...] = ()
+    """Secret-looking variables (names with KEY, SECRET, TOKEN, PASSWORD or CREDENTIAL) that
+    bash may still see, by exact name; all others are left out of its environment."""
 
 
 class Settings(BaseSettings):
@@ -133,6 +142,20 @@ class Settings(BaseSettings):
     grep_time_budget_s: float = Field(default=GREP_TIME_BUDGET_S, gt=0)
     """Seconds one grep call may search; then it returns `Error [timeout]` with the matches
     found so far (a regex that backtracks badly cannot hang the agent)."""
+
+    redact_secrets: bool = True
+    """Mask well-known token shapes (sk-…, ghp_…, AKIA…, private keys, JWTs) in tool results;
+    known secret values (the API key, secret-looking variables) are masked regardless."""
+
+    shell_environment: ShellEnvironmentConfig = ShellEnvironmentConfig()
+    """`[shell_environment]`: what bash's environment keeps; see chapter 3."""
+
+    output_disk_cap_bytes: int = Field(default=OUTPUT_DISK_CAP_BYTES, ge=0)
+    """Bytes of one command's whole output kept on disk for chapter 8's artifact (0: none)."""
+
+    max_tool_argument_bytes: int = Field(default=1024 * 1024, ge=1024)
+    """A tool call with larger arguments is refused, and the arguments are shortened in the
+    history, so they are not sent again with every later request."""
 
     @property
     def is_demo(self) -> bool:

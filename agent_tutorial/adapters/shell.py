@@ -1,6 +1,11 @@
 """Run one shell command the way an agent needs it: bounded in time and output, and never
 leaving a process behind (the whole process group goes when the command ends, and so do
-the processes that left it, where `processes.become_subreaper()` lets us find them)."""
+the processes that left it, where `processes.become_subreaper()` lets us find them).
+
+Output is decoded and filtered (secret redaction) as it arrives. Memory keeps the first
+and last halves of the in-memory cap; with a spool, the whole output also goes to an
+unnamed private file as it arrives, up to a disk cap, for chapter 8 to persist.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,15 @@ import os
 import selectors
 import signal
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from agent_tutorial.adapters.escapees import Escapees
 from agent_tutorial.adapters.processes import TERMINATING_SIGNALS
@@ -28,18 +35,32 @@ _EXIT_CHECK_INTERVAL_S = 0.1
 """How often to look for bash's exit while a background child keeps the pipe open."""
 _TERM_GRACE_S = 1.0
 """How long the process group gets to exit after SIGTERM before SIGKILL."""
+OUTPUT_DISK_CAP_BYTES = 256 * 1024 * 1024
+"""Whole output a spool keeps on disk; past it, bytes are counted and dropped."""
+_SPOOL_READ_BYTES = 1024 * 1024
+
+
+class TextFilter(Protocol):
+    """Rewrites output as it arrives (secret redaction); `finish` returns what it held."""
+
+    def feed(self, text: str) -> str: ...
+
+    def finish(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
 class CommandResult:
     """What a command did. `exit_code` is None when it timed out; a negative code means
-    bash was killed by that signal. `total_bytes` counts all output, shown or not."""
+    bash was killed by that signal. `total_bytes` counts all output, shown or not.
+    `whole_output` holds all of it when it was over the cap and a spool was asked for;
+    the caller closes it."""
 
     exit_code: int | None
     timed_out: bool
     output: str
     total_bytes: int
     truncated: bool
+    whole_output: OutputSpool | None = None
 
 
 def run_command(
@@ -48,20 +69,50 @@ def run_command(
     cwd: Path,
     timeout_s: float,
     output_cap_bytes: int = 30_000,
+    spool_cap_bytes: int = 0,
+    output_filter: TextFilter | None = None,
     env: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Run `command` with `bash -c` in `cwd`: stdin empty, stdout and stderr merged, with
     `env` as its environment (default: ours).
 
-    Output beyond `output_cap_bytes` keeps its first and last halves. On timeout, on
-    KeyboardInterrupt (re-raised) and after a normal exit alike, every process left in the
-    command's process group, and every escapee (see `Escapees`), is terminated and reaped.
+    Output is decoded as UTF-8 (invalid bytes become U+FFFD) and passed through
+    `output_filter` as it arrives. Beyond `output_cap_bytes` memory keeps its first and last
+    halves; with `spool_cap_bytes` > 0 the whole output is also spooled to disk up to that
+    cap. On timeout, on KeyboardInterrupt (re-raised) and after a normal exit alike, every
+    process left in the command's process group, and every escapee (see `Escapees`), is
+    terminated and reaped.
     """
     if timeout_s <= 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
     if output_cap_bytes < 2:
         raise ValueError(f"output_cap_bytes must be at least 2, got {output_cap_bytes!r}")
-    output = _HeadTailBuffer(output_cap_bytes)
+    output = _CommandOutput(output_cap_bytes, spool_cap_bytes, output_filter)
+    try:
+        timed_out, exit_code = _run(command, cwd, env, timeout_s, output)
+        output.finish()
+    except BaseException:
+        output.discard()
+        raise
+    return CommandResult(
+        exit_code=exit_code,
+        timed_out=timed_out,
+        output=output.kept.text(),
+        total_bytes=output.raw_bytes,
+        truncated=output.kept.truncated,
+        whole_output=output.spool,
+    )
+
+
+def _run(
+    command: str,
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    timeout_s: float,
+    output: _CommandOutput,
+) -> tuple[bool, int | None]:
+    """Start bash, pump its output until it exits or times out, stop its group; return
+    (timed out, exit code)."""
     latch = _CtrlCLatch()
     try:
         process = _start_bash(command, cwd, env)
@@ -77,13 +128,7 @@ def run_command(
             timed_out = _pump(process, pipe, output, time.monotonic() + timeout_s)
         finally:
             _stop_everything(process, pipe, output, escapees)
-    return CommandResult(
-        exit_code=None if timed_out else process.returncode,
-        timed_out=timed_out,
-        output=output.text(),
-        total_bytes=output.total_bytes,
-        truncated=output.truncated,
-    )
+    return timed_out, None if timed_out else process.returncode
 
 
 def _start_bash(command: str, cwd: Path, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
@@ -131,7 +176,7 @@ class _CtrlCLatch:
 
 
 def _pump(
-    process: subprocess.Popen[bytes], pipe: int, output: _HeadTailBuffer, deadline: float
+    process: subprocess.Popen[bytes], pipe: int, output: _CommandOutput, deadline: float
 ) -> bool:
     """Read output until bash exits; return True if the deadline came first."""
     with selectors.DefaultSelector() as selector:
@@ -158,7 +203,7 @@ def _wait_for_exit(process: subprocess.Popen[bytes], deadline: float) -> bool:
 
 
 def _stop_everything(
-    process: subprocess.Popen[bytes], pipe: int, output: _HeadTailBuffer, escapees: Escapees
+    process: subprocess.Popen[bytes], pipe: int, output: _CommandOutput, escapees: Escapees
 ) -> None:
     """Terminate whatever is left of the command's process group and its escapees, then
     kill what did not go and reap bash and the escapees."""
@@ -174,7 +219,7 @@ def _stop_everything(
         escapees.kill_and_reap()
 
 
-def _drain(pipe: int, output: _HeadTailBuffer, deadline: float, escapees: Escapees) -> None:
+def _drain(pipe: int, output: _CommandOutput, deadline: float, escapees: Escapees) -> None:
     with selectors.DefaultSelector() as selector:
         selector.register(pipe, selectors.EVENT_READ)
         while (remaining := deadline - time.monotonic()) > 0:
@@ -186,7 +231,7 @@ def _drain(pipe: int, output: _HeadTailBuffer, deadline: float, escapees: Escape
             escapees.terminate()
 
 
-def _read_chunk(pipe: int, output: _HeadTailBuffer) -> bool:
+def _read_chunk(pipe: int, output: _CommandOutput) -> bool:
     """Read what is ready; False at end-of-file."""
     chunk = os.read(pipe, _CHUNK_BYTES)
     output.add(chunk)
@@ -198,6 +243,130 @@ def _signal_group(group_id: int, signal_number: signal.Signals) -> None:
     # changed their user id remain, and we may not signal them.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group_id, signal_number)
+
+
+class _CommandOutput:
+    """Where a command's output goes: decoded, filtered, kept within the in-memory cap and,
+    once it passes that cap, spooled whole (with a spool cap)."""
+
+    def __init__(self, cap_bytes: int, spool_cap_bytes: int, text_filter: TextFilter | None):
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._filter = text_filter
+        self._spool_cap_bytes = spool_cap_bytes
+        self.kept = _HeadTailBuffer(cap_bytes)
+        self.spool: OutputSpool | None = None
+        self.raw_bytes = 0
+        """Bytes the command printed, before decoding and filtering."""
+
+    def add(self, chunk: bytes) -> None:
+        self.raw_bytes += len(chunk)
+        text = self._decoder.decode(chunk)
+        self._keep(self._filter.feed(text) if self._filter else text)
+
+    def finish(self) -> None:
+        text = self._decoder.decode(b"", final=True)
+        if self._filter:
+            text = self._filter.feed(text) + self._filter.finish()
+        self._keep(text)
+        if self.spool is not None:
+            self.spool.finish(self.kept.tail_bytes())
+
+    def discard(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
+
+    def _keep(self, text: str) -> None:
+        if not text:
+            return
+        data = text.encode()
+        if self.spool is None and self._spool_cap_bytes > 0 and self.kept.overflows(len(data)):
+            # Until now everything fit in memory, so the spool can start from the first byte.
+            self.spool = OutputSpool(self._spool_cap_bytes)
+            self.spool.write(self.kept.everything())
+        if self.spool is not None:
+            self.spool.write(data)
+        self.kept.add(data)
+
+
+class OutputSpool:
+    """A command's whole output on disk, written as it arrives, in a private file that never
+    has a name (or loses it at once), so it is gone when closed and no one else can open it.
+
+    Bytes past `cap_bytes` are counted, not written; what is read back then ends with a
+    note of how many were dropped and the output's last bytes (kept in memory anyway).
+    """
+
+    def __init__(self, cap_bytes: int) -> None:
+        self.cap_bytes = cap_bytes
+        self._descriptor = _private_temporary_file()
+        self._closer = weakref.finalize(self, os.close, self._descriptor)
+        self.stored_bytes = 0
+        self.total_bytes = 0
+        """Every byte written to the spool, stored or dropped."""
+        self._full = False
+        self._problem = ""
+        self._tail = b""
+
+    @property
+    def dropped_bytes(self) -> int:
+        return self.total_bytes - self.stored_bytes - len(self._tail)
+
+    def write(self, data: bytes) -> None:
+        self.total_bytes += len(data)
+        if self._full:
+            return
+        part = data[: self.cap_bytes - self.stored_bytes]
+        if len(part) < len(data):
+            part = _without_partial_last_character(part)
+            self._full = True
+        try:
+            _write_all(self._descriptor, part)
+        except OSError as error:  # a full disk: keep what is stored, count the rest
+            self._full, self._problem = True, f"; could not write more: {error.strerror}"
+            return
+        self.stored_bytes += len(part)
+
+    def finish(self, tail: bytes) -> None:
+        """Remember the output's last bytes, those of them past what is stored."""
+        after_stored = self.total_bytes - self.stored_bytes
+        if after_stored > 0:
+            self._tail = _without_partial_first_character(tail[-after_stored:])
+
+    def chunks(self) -> Iterator[bytes]:
+        offset = 0
+        while offset < self.stored_bytes:
+            data = os.pread(self._descriptor, _SPOOL_READ_BYTES, offset)
+            if not data:
+                return
+            yield data
+            offset += len(data)
+        if self.dropped_bytes:
+            yield (
+                f"\n… [{self.dropped_bytes} bytes dropped: the output passed the "
+                f"{self.cap_bytes}-byte disk cap{self._problem}] …\n"
+            ).encode()
+        yield self._tail
+
+    def close(self) -> None:
+        self._closer()
+
+
+def _private_temporary_file() -> int:
+    """A read-write descriptor to a new 0600 file that has no name in any directory."""
+    directory = tempfile.gettempdir()
+    if hasattr(os, "O_TMPFILE"):
+        with contextlib.suppress(OSError):  # not every filesystem supports O_TMPFILE
+            return os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    descriptor, name = tempfile.mkstemp(prefix="agent-tutorial-output-", dir=directory)
+    Path(name).unlink()
+    return descriptor
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
 
 
 class _HeadTailBuffer:
@@ -214,6 +383,17 @@ class _HeadTailBuffer:
     @property
     def truncated(self) -> bool:
         return self.total_bytes > len(self._head) + len(self._tail)
+
+    def overflows(self, more_bytes: int) -> bool:
+        return self.total_bytes + more_bytes > self._head_limit + self._tail_limit
+
+    def everything(self) -> bytes:
+        """All bytes added so far; only while nothing has been cut."""
+        assert not self.truncated
+        return bytes(self._head + self._tail)
+
+    def tail_bytes(self) -> bytes:
+        return bytes(self._tail)
 
     def add(self, chunk: bytes) -> None:
         self.total_bytes += len(chunk)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -21,11 +21,33 @@ from agent_tutorial.core.model import ToolSpec
 Effect: TypeAlias = Literal["read", "write", "execute"]
 
 
+class WholeOutput(Protocol):
+    """The complete text of a result whose `content` had to be cut to fit in memory (bash
+    spools long output to a file as it arrives). Chapter 8 persists it in place of the cut
+    content; the loop closes it once the batch is recorded."""
+
+    @property
+    def total_bytes(self) -> int:
+        """UTF-8 bytes of the whole text, bytes dropped at the disk cap included."""
+        ...
+
+    def chunks(self) -> Iterator[bytes]:
+        """The text as stored (a note stands for bytes dropped at the disk cap), in order."""
+        ...
+
+    def close(self) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolResult:
+    """What a tool call produced. `redactions` counts the secrets masked in it;
+    `whole_output`, when set, is the complete text that `content` shows only part of."""
+
     content: str
     is_error: bool = False
     error_code: str | None = None
+    redactions: int = 0
+    whole_output: WholeOutput | None = None
 
 
 def tool_success(content: str) -> ToolResult:

@@ -14,7 +14,7 @@ import re
 import stat
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial, wraps
 from pathlib import Path
@@ -36,11 +36,9 @@ from agent_tutorial.adapters.filesystem import (
     replace_file,
 )
 from agent_tutorial.adapters.gitignore import search_walk
-from agent_tutorial.adapters.shell import CommandResult, run_command
 from agent_tutorial.core.tools import ToolDefinition, ToolFailure, ToolResult, tool_success
+from agent_tutorial.features.bash import bash_tool as bash_tool  # the chapter-2 set, whole
 
-BASH_OUTPUT_CAP_BYTES = 30_000
-"""Output kept from one command: the first and the last 15,000 bytes."""
 READ_DEFAULT_LIMIT = 2_000
 """Lines read_file returns when the model gives no limit."""
 READ_OUTPUT_BUDGET_BYTES = 100_000
@@ -59,16 +57,6 @@ GREP_TIME_BUDGET_S = 10.0
 
 class _ToolInput(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class BashInput(_ToolInput):
-    command: str = Field(min_length=1, description="The command line, run with `bash -c`.")
-    timeout_s: int = Field(
-        default=120,
-        ge=1,
-        le=600,
-        description="Seconds before the command and everything it started are killed.",
-    )
 
 
 class ReadFileInput(_ToolInput):
@@ -126,25 +114,6 @@ class GrepInput(_ToolInput):
     )
     include_ignored: bool = Field(
         default=False, description="Also search what .gitignore ignores in a git repository."
-    )
-
-
-def bash_tool(workspace: Path, *, hidden_env: Collection[str] = ()) -> ToolDefinition:
-    """`hidden_env` names variables commands must not see: the agent's own API key would
-    otherwise be one `env` away from the conversation and the session log."""
-    return ToolDefinition(
-        name="bash",
-        description=(
-            "Run a shell command with bash in the workspace directory and return its combined "
-            "stdout and stderr, its exit code and the output size. Stdin is empty, so "
-            "interactive programs cannot prompt. Background processes are stopped when the "
-            "command ends. Output over 30,000 bytes keeps its beginning and end. Prefer "
-            "read_file, glob and grep for reading and searching files."
-        ),
-        input_model=BashInput,
-        handler=partial(_run_bash, workspace, frozenset(hidden_env)),
-        effect="execute",
-        subject_field="command",
     )
 
 
@@ -229,41 +198,6 @@ def search_tools(
         subject_field="pattern",
     )
     return [glob, grep]
-
-
-# bash
-
-
-def _run_bash(workspace: Path, hidden_env: frozenset[str], arguments: BashInput) -> ToolResult:
-    if "\0" in arguments.command:  # no program can receive one in its arguments
-        raise ToolFailure("invalid_command", "the command contains a NUL character")
-    result = run_command(
-        arguments.command,
-        cwd=workspace,
-        timeout_s=arguments.timeout_s,
-        output_cap_bytes=BASH_OUTPUT_CAP_BYTES,
-        env={name: value for name, value in os.environ.items() if name not in hidden_env},
-    )
-    if result.timed_out:
-        raise ToolFailure(
-            "timeout",
-            f"the command ran longer than {arguments.timeout_s} s and was killed with "
-            f"everything it started. Output so far:\n{_describe_run(result)}",
-        )
-    return tool_success(_describe_run(result))
-
-
-def _describe_run(result: CommandResult) -> str:
-    body = result.output or "(no output)"
-    if not body.endswith("\n"):
-        body += "\n"
-    if result.exit_code is None:
-        status = "timed out"
-    elif result.exit_code < 0:
-        status = f"killed by signal {-result.exit_code}"
-    else:
-        status = f"exit code {result.exit_code}"
-    return f"{body}[{status} · {result.total_bytes} bytes of output]"
 
 
 # paths: every handler below maps the path errors the workspace raises to tool errors

@@ -1,0 +1,138 @@
+"""The bash tool: one shell command in the workspace, its output redacted as it arrives and
+cut to fit in memory, its whole output spooled for chapter 8, and an environment without
+the secret-looking variables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_tutorial.adapters.shell import (
+    OUTPUT_DISK_CAP_BYTES,
+    CommandResult,
+    OutputSpool,
+    run_command,
+)
+from agent_tutorial.core.tools import ToolDefinition, ToolResult, tool_error, tool_success
+from agent_tutorial.features.redaction import Redactor
+from agent_tutorial.features.shell_environment import shell_environment
+
+BASH_OUTPUT_CAP_BYTES = 30_000
+"""Output kept in memory for one command: the first and the last 15,000 bytes."""
+
+
+class BashInput(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    command: str = Field(min_length=1, description="The command line, run with `bash -c`.")
+    timeout_s: int = Field(
+        default=120,
+        ge=1,
+        le=600,
+        description="Seconds before the command and everything it started are killed.",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BashSettings:
+    """What commands see and what becomes of what they print."""
+
+    include_env: frozenset[str] = frozenset()
+    """Secret-looking variables commands may still see (`[shell_environment] include`)."""
+    hidden_env: frozenset[str] = frozenset()
+    """More variables commands must not see: the agent's API key, whatever its name."""
+    redactor: Redactor | None = None
+    """Masks secrets in the output as it arrives, before it is cut or spooled."""
+    disk_cap_bytes: int = OUTPUT_DISK_CAP_BYTES
+    """Whole output spooled to disk for chapter 8's artifacts (0: none)."""
+
+
+def bash_tool(workspace: Path, settings: BashSettings | None = None) -> ToolDefinition:
+    return ToolDefinition(
+        name="bash",
+        description=(
+            "Run a shell command with bash in the workspace directory and return its combined "
+            "stdout and stderr, its exit code and the output size. Stdin is empty, so "
+            "interactive programs cannot prompt. Background processes are stopped when the "
+            "command ends. Output over 30,000 bytes keeps its beginning and end. Prefer "
+            "read_file, glob and grep for reading and searching files."
+        ),
+        input_model=BashInput,
+        handler=partial(_run_bash, workspace, settings or BashSettings()),
+        effect="execute",
+        subject_field="command",
+    )
+
+
+def _run_bash(workspace: Path, settings: BashSettings, arguments: BashInput) -> ToolResult:
+    if "\0" in arguments.command:  # no program can receive one in its arguments
+        return tool_error("invalid_command", "the command contains a NUL character")
+    stream = settings.redactor.stream() if settings.redactor else None
+    result = run_command(
+        arguments.command,
+        cwd=workspace,
+        timeout_s=arguments.timeout_s,
+        output_cap_bytes=BASH_OUTPUT_CAP_BYTES,
+        spool_cap_bytes=settings.disk_cap_bytes,
+        output_filter=stream,
+        env=shell_environment(os.environ, include=settings.include_env, hidden=settings.hidden_env),
+    )
+    preface = (
+        f"the command ran longer than {arguments.timeout_s} s and was killed with "
+        "everything it started. Output so far:\n"
+        if result.timed_out
+        else ""
+    )
+    body = result.output or "(no output)"
+    ending = ("" if body.endswith("\n") else "\n") + _status_line(result)
+    content = preface + body + ending
+    outcome = tool_error("timeout", content) if result.timed_out else tool_success(content)
+    whole = result.whole_output
+    return replace(
+        outcome,
+        redactions=stream.count if stream else 0,
+        whole_output=None if whole is None else _framed(outcome.content, body, whole, ending),
+    )
+
+
+def _status_line(result: CommandResult) -> str:
+    if result.exit_code is None:
+        status = "timed out"
+    elif result.exit_code < 0:
+        status = f"killed by signal {-result.exit_code}"
+    else:
+        status = f"exit code {result.exit_code}"
+    return f"[{status} · {result.total_bytes} bytes of output]"
+
+
+def _framed(content: str, body: str, spool: OutputSpool, ending: str) -> FramedOutput:
+    """The whole text the content cuts short: what the tool says before the output (an
+    error's explanation), the spooled output, and the status line after it."""
+    before = content[: len(content) - len(body) - len(ending)]
+    return FramedOutput(before.encode(), spool, ending.encode())
+
+
+@dataclass(frozen=True, slots=True)
+class FramedOutput:
+    """A spool with the text the tool wraps around it (a `WholeOutput`)."""
+
+    prefix: bytes
+    body: OutputSpool
+    suffix: bytes
+
+    @property
+    def total_bytes(self) -> int:
+        return len(self.prefix) + self.body.total_bytes + len(self.suffix)
+
+    def chunks(self) -> Iterator[bytes]:
+        yield self.prefix
+        yield from self.body.chunks()
+        yield self.suffix
+
+    def close(self) -> None:
+        self.body.close()

@@ -1,0 +1,235 @@
+"""Secret redaction: one step between a tool and everything that sees its result (hooks,
+events, the session log, chapter 8's artifacts and the model).
+
+Two kinds of secret are masked. Known values, the API key in use and the values of
+secret-looking variables in the environment or `.agent_tutorial/.env`, become
+`[REDACTED:NAME]`; well-known token shapes (OpenAI-style `sk-` keys, GitHub tokens, AWS
+access key ids, Slack tokens, PEM private keys, JWTs) become `[REDACTED:kind]`. Text that
+arrives in pieces (a command's output) is redacted as a stream that holds back enough of
+its end that a secret split across two pieces is still caught whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from dotenv import dotenv_values
+
+from agent_tutorial.core.tools import ToolResult
+
+SECRET_NAME_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL")
+"""A variable whose name contains one of these (in any case) holds a secret."""
+MIN_SECRET_CHARS = 8
+"""Shorter values are not masked: `EMPTY` or `none` would otherwise vanish everywhere."""
+STREAM_OVERLAP_CHARS = 16 * 1024
+"""Text a stream holds back for the next piece: longer than any token shape matched here,
+including a 4096-bit RSA private key in PEM (about 3,300 characters)."""
+MAX_HELD_CHARS = 256 * 1024
+"""A match still growing at the end of a stream's buffer is held back at most this far;
+past it, it is masked as it stands (a 'secret' this long is not one of the shapes)."""
+
+# Each shape is (kind, core, pattern): the pattern is the core plus boundary checks. Text is
+# scanned for the cores alone, which start with a literal and need no lookbehind, so the
+# scan runs at C speed; the full pattern then confirms each candidate.
+TOKEN_SHAPES: tuple[tuple[str, str, str], ...] = (
+    (
+        "private_key",
+        r"-----BEGIN ",
+        # A whole block, or (when its end is missing) the key material that follows.
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*"
+        r"PRIVATE KEY-----|[A-Za-z0-9+/=\s:,.-]*)",
+    ),
+    (
+        "api_key",
+        r"sk-(?:proj-)?[A-Za-z0-9_-]{20}",
+        r"(?<![A-Za-z0-9_-])sk-(?:proj-)?[A-Za-z0-9_-]{20,}",
+    ),
+    (
+        "github_token",
+        r"gh[pousr]_[A-Za-z0-9]{20}|github_pat_[A-Za-z0-9_]{20}",
+        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
+    ),
+    (
+        "aws_access_key_id",
+        r"(?:AKIA|ASIA)[A-Z0-9]{16}",
+        r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])",
+    ),
+    (
+        "slack_token",
+        r"xox[baprs]-[A-Za-z0-9-]{10}",
+        r"(?<![A-Za-z0-9])xox[baprs]-[A-Za-z0-9-]{10,}",
+    ),
+    (
+        "jwt",
+        r"eyJ[A-Za-z0-9_-]{8}",
+        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+    ),
+)
+
+
+def looks_secret(name: str) -> bool:
+    """True for `OPENAI_API_KEY`, `github_token`, `DB_PASSWORD`, `AWS_CREDENTIALS`…"""
+    upper = name.upper()
+    return any(word in upper for word in SECRET_NAME_WORDS)
+
+
+def known_secrets(
+    sources: Collection[Mapping[str, str | None]],
+    *,
+    api_key: str | None,
+    api_key_name: str,
+    public: Collection[str | None] = (),
+) -> dict[str, str]:
+    """Secret value -> the variable name it is shown as, from the API key in use and every
+    secret-looking variable in `sources` (the environment, then `.env`). Values in
+    `public` (the base URL, the model name) are never treated as secrets."""
+    shown: set[str] = {value for value in public if value}
+    secrets: dict[str, str] = {}
+
+    def add(name: str, value: str | None) -> None:
+        if value and len(value) >= MIN_SECRET_CHARS and value not in shown:
+            secrets.setdefault(value, name)
+
+    add(api_key_name, api_key)
+    for source in sources:
+        for name, value in source.items():
+            if looks_secret(name):
+                add(name, value)
+    return secrets
+
+
+def dotenv_secrets_source(path: Path) -> Mapping[str, str | None]:
+    """The variables of a `.env` file (none if it is missing or unreadable)."""
+    try:
+        return dotenv_values(path) if path.is_file() else {}
+    except (OSError, UnicodeDecodeError):
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class Redacted:
+    text: str
+    count: int
+
+
+class Redactor:
+    """Masks known secret values and, unless `patterns` is False, well-known token shapes.
+
+    It is also the loop's redaction step (`redact_result`), and hands out streams for text
+    that arrives in pieces (`stream()`).
+    """
+
+    def __init__(self, known: Mapping[str, str], *, patterns: bool = True) -> None:
+        # Longest values first, so a value that contains another is masked whole.
+        values = sorted(known, key=len, reverse=True)
+        self._names = dict(known)
+        alternatives = [f"(?P<known>{'|'.join(map(re.escape, values))})"] if values else []
+        triggers = [re.escape(value) for value in values]
+        if patterns:
+            alternatives += [f"(?P<{kind}>{pattern})" for kind, _, pattern in TOKEN_SHAPES]
+            triggers += [core for _, core, _ in TOKEN_SHAPES]
+        self._pattern = re.compile("|".join(alternatives)) if alternatives else None
+        # Alternatives that start with a literal are scanned much faster than the full pattern.
+        self._trigger = re.compile("|".join(triggers)) if triggers else None
+        self.overlap_chars = max([STREAM_OVERLAP_CHARS, *(len(value) for value in values)])
+
+    @property
+    def active(self) -> bool:
+        return self._pattern is not None
+
+    def redact(self, text: str) -> Redacted:
+        parts: list[str] = []
+        position = count = 0
+        for match in self.matches(text, 0):
+            parts += [text[position : match.start()], self.replacement(match)]
+            position = match.end()
+            count += 1
+        if not count:
+            return Redacted(text, 0)
+        parts.append(text[position:])
+        return Redacted("".join(parts), count)
+
+    def redact_result(self, result: ToolResult) -> ToolResult:
+        """The loop's redaction step: the result with its content redacted and the number
+        of secrets masked added to `result.redactions` (a stream may have counted some)."""
+        redacted = self.redact(result.content)
+        if not redacted.count:
+            return result
+        return replace(result, content=redacted.text, redactions=result.redactions + redacted.count)
+
+    def stream(self) -> RedactingStream:
+        return RedactingStream(self)
+
+    def matches(self, text: str, start: int) -> Iterator[re.Match[str]]:
+        """Every secret in `text` from `start`, left to right (characters before `start`
+        still count as context for the shapes' boundary checks)."""
+        if self._pattern is None or self._trigger is None:
+            return
+        position = start
+        while (hit := self._trigger.search(text, position)) is not None:
+            match = self._pattern.match(text, hit.start())
+            if match is None:
+                position = hit.start() + 1
+                continue
+            yield match
+            position = match.end()
+
+    def replacement(self, match: re.Match[str]) -> str:
+        kind = match.lastgroup or "secret"
+        if kind == "known":
+            return f"[REDACTED:{self._names[match.group()]}]"
+        return f"[REDACTED:{kind}]"
+
+
+class RedactingStream:
+    """Redacts text fed in pieces; `feed` returns what is final so far, `finish` the rest.
+
+    The last `overlap_chars` of what was fed are held back, and so is a match that reaches
+    the end of the text so far (it may still grow), so a secret split across pieces is
+    matched whole. `count` is the number of secrets masked.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._context = ""  # the last character already released: lookbehinds need it
+        self._pending = ""
+        self.count = 0
+
+    def feed(self, text: str) -> str:
+        self._pending += text
+        return self._release(final=False)
+
+    def finish(self) -> str:
+        return self._release(final=True)
+
+    def _release(self, *, final: bool) -> str:
+        buffer = self._context + self._pending
+        start = len(self._context)
+        hold_from = len(buffer) if final else max(len(buffer) - self._redactor.overlap_chars, start)
+        parts: list[str] = []
+        position = start
+        for match in self._redactor.matches(buffer, start):
+            if not final and self._may_grow(match, hold_from, len(buffer)):
+                hold_from = min(hold_from, match.start())
+                break
+            parts += [buffer[position : match.start()], self._redactor.replacement(match)]
+            position = match.end()
+            self.count += 1
+        hold_from = max(hold_from, position)  # a match that crossed the line is out whole
+        parts.append(buffer[position:hold_from])
+        released = "".join(parts)
+        self._pending = buffer[hold_from:]
+        if released:
+            self._context = released[-1]
+        return released
+
+    @staticmethod
+    def _may_grow(match: re.Match[str], hold_from: int, end: int) -> bool:
+        """A match after the hold line, or one that reaches the end of the text so far
+        (unless it has already grown too long to be one of the shapes)."""
+        if match.start() >= hold_from:
+            return True
+        return match.end() == end and end - match.start() <= MAX_HELD_CHARS

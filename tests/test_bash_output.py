@@ -1,0 +1,222 @@
+"""What becomes of a command's output and environment: redacted as it arrives, kept whole
+in a private spool up to a disk cap, and secret-looking variables kept from bash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agent_tutorial.adapters.shell import OutputSpool, run_command
+from agent_tutorial.core.messages import tool_call
+from agent_tutorial.core.tools import ToolRegistry, ToolResult
+from agent_tutorial.features.bash import BashSettings, bash_tool
+from agent_tutorial.features.redaction import Redactor
+from agent_tutorial.features.shell_environment import shell_environment
+
+GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_bash(workspace: Path, settings: BashSettings, **arguments: object) -> ToolResult:
+    registry = ToolRegistry([bash_tool(workspace, settings)])
+    return registry.run(tool_call("call-1", "bash", orjson.dumps(arguments).decode()))
+
+
+def whole_text(result: ToolResult) -> str:
+    assert result.whole_output is not None
+    try:
+        return b"".join(result.whole_output.chunks()).decode()
+    finally:
+        result.whole_output.close()
+
+
+def spooled(command: str, workspace: Path, *, cap: int, spool_cap: int) -> OutputSpool:
+    result = run_command(
+        command, cwd=workspace, timeout_s=30, output_cap_bytes=cap, spool_cap_bytes=spool_cap
+    )
+    assert result.whole_output is not None
+    return result.whole_output
+
+
+# --- environment -------------------------------------------------------------------------
+
+
+def test_secret_looking_variables_are_left_out_of_the_environment() -> None:
+    environ = {
+        "PATH": "/bin",
+        "GITHUB_TOKEN": "t",
+        "db_password": "p",
+        "AWS_SECRET_ACCESS_KEY": "s",
+        "GOOGLE_APPLICATION_CREDENTIALS": "c",
+        "MY_LLM": "x",
+    }
+
+    kept = shell_environment(environ, hidden={"MY_LLM"})
+
+    assert kept == {"PATH": "/bin"}
+
+
+def test_included_names_are_let_through() -> None:
+    environ = {"GITHUB_TOKEN": "t", "NPM_TOKEN": "n", "MY_LLM": "x"}
+
+    kept = shell_environment(environ, include=["GITHUB_TOKEN", "MY_LLM"], hidden={"MY_LLM"})
+
+    assert kept == {"GITHUB_TOKEN": "t", "MY_LLM": "x"}
+
+
+def test_bash_sees_no_secret_variables_unless_included(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SERVICE_TOKEN", "token-value-1")
+    monkeypatch.setenv("DEPLOY_KEY", "deploy-value-2")
+    settings = BashSettings(include_env=frozenset({"DEPLOY_KEY"}))
+
+    result = run_bash(
+        workspace, settings, command='echo "${SERVICE_TOKEN:-unset} ${DEPLOY_KEY:-unset}"'
+    )
+
+    assert result.content.startswith("unset deploy-value-2\n")
+
+
+# --- redaction as output arrives ------------------------------------------------------------
+
+
+def test_a_secret_printed_in_two_pieces_is_masked(workspace: Path) -> None:
+    half = len(GITHUB_TOKEN) // 2
+    command = f"printf '{GITHUB_TOKEN[:half]}'; sleep 0.3; printf '{GITHUB_TOKEN[half:]}\\n'"
+
+    result = run_bash(workspace, BashSettings(redactor=Redactor({})), command=command)
+
+    assert result.content == "[REDACTED:github_token]\n[exit code 0 · 45 bytes of output]"
+    assert result.redactions == 1
+
+
+def test_a_secret_across_the_cut_is_masked_before_the_output_is_cut(workspace: Path) -> None:
+    # The token starts 10 bytes before the in-memory head ends: cutting first would keep
+    # its first 10 characters, too short for any shape to recognise.
+    command = f"head -c 14990 /dev/zero | tr '\\0' a; echo ' {GITHUB_TOKEN}'; seq 1 20000"
+
+    result = run_bash(workspace, BashSettings(redactor=Redactor({})), command=command)
+
+    assert "ghp_" not in result.content
+    assert "[REDACTED:github_token]" in whole_text(result)
+
+
+def test_known_values_are_masked_in_the_output(workspace: Path) -> None:
+    redactor = Redactor({"correct-horse-battery": "DB_PASSWORD"})
+
+    result = run_bash(
+        workspace, BashSettings(redactor=redactor), command="echo correct-horse-battery"
+    )
+
+    assert result.content.startswith("[REDACTED:DB_PASSWORD]\n")
+
+
+# --- whole output in a spool --------------------------------------------------------------
+
+
+def test_output_within_the_cap_needs_no_spool(workspace: Path) -> None:
+    result = run_command("seq 1 10", cwd=workspace, timeout_s=10, spool_cap_bytes=1000)
+
+    assert result.whole_output is None
+
+
+def test_output_over_the_cap_is_kept_whole_in_the_spool(workspace: Path) -> None:
+    expected = "".join(f"{n}\n" for n in range(1, 20001))
+
+    spool = spooled("seq 1 20000", workspace, cap=100, spool_cap=10**6)
+    try:
+        assert b"".join(spool.chunks()).decode() == expected
+        assert (spool.total_bytes, spool.dropped_bytes) == (len(expected), 0)
+    finally:
+        spool.close()
+
+
+def test_the_spool_is_a_private_file_without_a_name(workspace: Path) -> None:
+    spool = spooled("seq 1 20000", workspace, cap=100, spool_cap=10**6)
+    try:
+        descriptor = spool._descriptor
+        assert stat.S_IMODE(os.fstat(descriptor).st_mode) == 0o600
+        assert os.fstat(descriptor).st_nlink == 0  # in no directory: gone once closed
+    finally:
+        spool.close()
+
+
+def test_past_the_disk_cap_the_spool_says_how_many_bytes_it_dropped(workspace: Path) -> None:
+    spool = spooled("seq 1 20000", workspace, cap=100, spool_cap=1000)
+    try:
+        text = b"".join(spool.chunks()).decode()
+    finally:
+        spool.close()
+    whole = "".join(f"{n}\n" for n in range(1, 20001))
+    head, note_and_tail = text[:1000], text[1000:]
+    kept_tail = note_and_tail.split("] …\n", 1)[1]
+    assert head == whole[:1000]
+    assert whole.endswith(kept_tail) and len(kept_tail) == 50
+    dropped = len(whole) - 1000 - 50
+    assert f"\n… [{dropped} bytes dropped: the output passed the 1000-byte disk cap] …\n" in text
+
+
+def test_the_bash_result_carries_the_whole_output_with_its_status_line(workspace: Path) -> None:
+    result = run_bash(workspace, BashSettings(), command="seq 1 20000")
+
+    expected = "".join(f"{n}\n" for n in range(1, 20001))
+    assert whole_text(result) == expected + f"[exit code 0 · {len(expected)} bytes of output]"
+    assert "bytes omitted" in result.content
+
+
+def test_a_timed_out_command_keeps_its_explanation_in_the_whole_output(workspace: Path) -> None:
+    result = run_bash(workspace, BashSettings(), command="seq 1 20000; sleep 30", timeout_s=1)
+
+    text = whole_text(result)
+    assert result.error_code == "timeout"
+    assert text.startswith("Error [timeout]: the command ran longer than 1 s")
+    assert text.endswith("20000\n[timed out · 108894 bytes of output]")
+
+
+def test_a_60_mb_output_is_kept_whole_with_bounded_memory(tmp_path: Path) -> None:
+    """In a fresh interpreter, so the peak resident size is this command's alone."""
+    script = """
+import hashlib, json, resource, sys
+from pathlib import Path
+from agent_tutorial.core.messages import tool_call
+from agent_tutorial.core.tools import ToolRegistry
+from agent_tutorial.features.bash import BashSettings, bash_tool
+from agent_tutorial.features.redaction import Redactor
+
+settings = BashSettings(redactor=Redactor({"not-in-the-output": "SOME_TOKEN"}))
+registry = ToolRegistry([bash_tool(Path(sys.argv[1]), settings)])
+command = "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 60000000"
+result = registry.run(tool_call("c1", "bash", json.dumps({"command": command})))
+digest, size = hashlib.sha256(), 0
+for chunk in result.whole_output.chunks():
+    digest.update(chunk)
+    size += len(chunk)
+result.whole_output.close()
+peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"size": size, "sha256": digest.hexdigest(), "peak_mib": peak_kib / 1024}))
+"""
+    finished = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+    )
+    report = json.loads(finished.stdout)
+
+    line = b"0123456789abcdefghijklmnopqrstuvwxyz\n"
+    output = (line * (60_000_000 // len(line) + 1))[:60_000_000]
+    expected = output + b"\n[exit code 0 \xc2\xb7 60000000 bytes of output]"
+    assert report["size"] == len(expected)
+    assert report["sha256"] == hashlib.sha256(expected).hexdigest()
+    assert report["peak_mib"] < 150

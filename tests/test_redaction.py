@@ -1,0 +1,224 @@
+"""Secret redaction: known values, token shapes, and text redacted as a stream of pieces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent_tutorial.core.tools import ToolResult
+from agent_tutorial.features.redaction import (
+    Redactor,
+    dotenv_secrets_source,
+    known_secrets,
+    looks_secret,
+)
+
+GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
+OPENAI_KEY = "sk-proj-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2"
+AWS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
+SLACK_TOKEN = "xoxb-1234567890-abcdefghij"
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+    ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+)
+PEM_BLOCK = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    + "MIIEowIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2MXgD8bFbWq0dP7Hk3ZMAf7XwVbK\n" * 25
+    + "-----END RSA PRIVATE KEY-----"
+)
+
+
+def shapes_only() -> Redactor:
+    return Redactor({})
+
+
+def test_names_that_look_secret() -> None:
+    for name in ("OPENAI_API_KEY", "github_token", "DB_PASSWORD", "AWS_CREDENTIALS", "MySecret"):
+        assert looks_secret(name), name
+    for name in ("HOME", "PATH", "OPENAI_BASE_URL", "AGENT_TUTORIAL_MODEL"):
+        assert not looks_secret(name), name
+
+
+def test_known_values_are_shown_by_their_variable_name() -> None:
+    redactor = Redactor({"hunter2-hunter2": "DB_PASSWORD"})
+
+    redacted = redactor.redact("connect --password hunter2-hunter2 --retry")
+
+    assert redacted.text == "connect --password [REDACTED:DB_PASSWORD] --retry"
+    assert redacted.count == 1
+
+
+def test_a_value_containing_another_is_masked_whole() -> None:
+    redactor = Redactor({"abcdefgh": "SHORT_KEY", "abcdefgh-and-more": "LONG_KEY"})
+
+    assert redactor.redact("x abcdefgh-and-more y").text == "x [REDACTED:LONG_KEY] y"
+
+
+@pytest.mark.parametrize(
+    ("secret", "kind"),
+    [
+        (OPENAI_KEY, "api_key"),
+        ("sk-" + "a" * 40, "api_key"),
+        (GITHUB_TOKEN, "github_token"),
+        ("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "github_token"),
+        (AWS_KEY_ID, "aws_access_key_id"),
+        (SLACK_TOKEN, "slack_token"),
+        (JWT, "jwt"),
+        (PEM_BLOCK, "private_key"),
+    ],
+)
+def test_token_shapes_are_masked_by_kind(secret: str, kind: str) -> None:
+    redacted = shapes_only().redact(f"before {secret} after")
+
+    assert redacted.text == f"before [REDACTED:{kind}] after"
+    assert redacted.count == 1
+
+
+def test_a_private_key_block_cut_short_is_masked_to_its_end() -> None:
+    cut = PEM_BLOCK[: len(PEM_BLOCK) // 2]
+
+    assert shapes_only().redact(cut).text == "[REDACTED:private_key]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["task-" + "a" * 30, "the disk-usage-report-for-yesterday", "AKIA", "eyJ.eyJ.x", "sk-short"],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert shapes_only().redact(text).count == 0
+
+
+def test_without_patterns_only_known_values_are_masked() -> None:
+    redactor = Redactor({"hunter2-hunter2": "DB_PASSWORD"}, patterns=False)
+
+    redacted = redactor.redact(f"{GITHUB_TOKEN} hunter2-hunter2")
+
+    assert redacted.text == f"{GITHUB_TOKEN} [REDACTED:DB_PASSWORD]"
+
+
+def test_known_secrets_come_from_secret_looking_names_of_8_or_more_characters() -> None:
+    environment = {
+        "OPENAI_API_KEY": "sk-live-value-1",
+        "GH_TOKEN": "gho_value_2345",
+        "SHORT_TOKEN": "seven77",
+        "HOME": "/home/someone",
+        "EMPTY_SECRET": "",
+    }
+    dotenv = {"DEEPSEEK_API_KEY": "deepseek-value", "UNRELATED": "not-a-secret"}
+
+    secrets = known_secrets(
+        [environment, dotenv], api_key="sk-in-use-0000", api_key_name="DEEPSEEK_API_KEY"
+    )
+
+    assert secrets == {
+        "sk-in-use-0000": "DEEPSEEK_API_KEY",
+        "sk-live-value-1": "OPENAI_API_KEY",
+        "gho_value_2345": "GH_TOKEN",
+        "deepseek-value": "DEEPSEEK_API_KEY",
+    }
+
+
+def test_the_base_url_and_model_name_are_never_secrets() -> None:
+    environment = {"PROXY_TOKEN_URL": "http://127.0.0.1:8080/v1", "MODEL_KEY": "qwen2.5-coder"}
+
+    secrets = known_secrets(
+        [environment],
+        api_key=None,
+        api_key_name="OPENAI_API_KEY",
+        public=["http://127.0.0.1:8080/v1", "qwen2.5-coder"],
+    )
+
+    assert secrets == {}
+
+
+def test_dotenv_values_are_read_and_a_missing_file_gives_none(tmp_path: Path) -> None:
+    path = tmp_path / ".env"
+    assert dotenv_secrets_source(path) == {}
+
+    path.write_text("export SERVICE_TOKEN='quoted-value-1'\nPLAIN=1\n", encoding="utf-8")
+
+    assert dotenv_secrets_source(path) == {"SERVICE_TOKEN": "quoted-value-1", "PLAIN": "1"}
+
+
+def test_the_redaction_step_adds_to_the_results_count() -> None:
+    result = ToolResult(content=f"key {AWS_KEY_ID}", redactions=2)
+
+    redacted = shapes_only().redact_result(result)
+
+    assert redacted == ToolResult(content="key [REDACTED:aws_access_key_id]", redactions=3)
+
+
+def test_an_error_result_stays_an_error_when_redacted() -> None:
+    result = ToolResult(content=f"Error [x]: {OPENAI_KEY}", is_error=True, error_code="x")
+
+    redacted = shapes_only().redact_result(result)
+
+    assert (redacted.is_error, redacted.error_code) == (True, "x")
+    assert OPENAI_KEY not in redacted.content
+
+
+# --- streams ---------------------------------------------------------------------------
+
+
+def redact_in_pieces(redactor: Redactor, text: str, cuts: list[int]) -> tuple[str, int]:
+    stream = redactor.stream()
+    points = sorted({min(cut, len(text)) for cut in cuts})
+    pieces = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+    out = "".join(stream.feed(piece) for piece in pieces) + stream.finish()
+    return out, stream.count
+
+
+SECRETS = [OPENAI_KEY, GITHUB_TOKEN, AWS_KEY_ID, SLACK_TOKEN, JWT, PEM_BLOCK, "hunter2-hunter2"]
+FILLER = st.text(alphabet=st.sampled_from("ab \n.-_=/"), max_size=40)
+
+
+@given(
+    parts=st.lists(st.tuples(FILLER, st.sampled_from(SECRETS)), min_size=1, max_size=6),
+    tail=FILLER,
+    cuts=st.lists(st.integers(min_value=0, max_value=20_000), max_size=12),
+)
+def test_a_stream_cut_anywhere_redacts_like_the_whole_text(
+    parts: list[tuple[str, str]], tail: str, cuts: list[int]
+) -> None:
+    redactor = Redactor({"hunter2-hunter2": "DB_PASSWORD"})
+    text = "".join(filler + " " + secret + " " for filler, secret in parts) + tail
+
+    streamed, count = redact_in_pieces(redactor, text, cuts)
+
+    whole = redactor.redact(text)
+    assert (streamed, count) == (whole.text, whole.count)
+    assert not any(secret in streamed for secret in SECRETS)
+
+
+@given(cut=st.integers(min_value=1, max_value=len(PEM_BLOCK) - 1))
+def test_a_pem_block_split_in_two_pieces_is_masked_whole(cut: int) -> None:
+    text = "key:\n" + PEM_BLOCK + "\ndone"
+
+    streamed, count = redact_in_pieces(shapes_only(), text, [cut + 5])
+
+    assert (streamed, count) == ("key:\n[REDACTED:private_key]\ndone", 1)
+
+
+def test_a_stream_releases_text_long_before_it_ends() -> None:
+    stream = shapes_only().stream()
+
+    released = stream.feed("y\n" * 100_000)
+
+    assert len(released) >= 200_000 - shapes_only().overlap_chars
+    assert released + stream.finish() == "y\n" * 100_000
+
+
+def test_a_stream_does_not_mistake_the_end_of_a_word_for_a_token_start() -> None:
+    redactor = shapes_only()
+    stream = redactor.stream()
+    held = "sk-" + "a" * 30 + "y" * (redactor.overlap_chars - 33)
+    first = "x" * 100 + "ta" + held  # "ta" is released, "sk-…" is held back
+
+    released = stream.feed(first)
+    out = released + stream.feed("z") + stream.finish()
+
+    assert released == "x" * 100 + "ta"
+    assert out == first + "z"
