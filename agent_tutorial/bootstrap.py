@@ -115,7 +115,7 @@ class AgentDeps:
 
 def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     workspace, events = deps.workspace, deps.events
-    tools = ToolRegistry()
+    tools = ToolRegistry(max_argument_bytes=deps.settings.max_tool_argument_bytes)
     agent = Agent(
         runner=AgentRunner(deps.model, tools),  # replaced below once every part exists
         profile=profile,
@@ -163,6 +163,7 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         system_prompt=_system_prompt(agent),
         max_turns=deps.max_turns or deps.settings.max_turns,
         context=agent.compaction,
+        redaction=redactor,
         guards=guards,
         guidance=guidance,
         turn_guards=turn_guards,
@@ -355,6 +356,7 @@ def _child_runner(deps: AgentDeps, parent: Agent, guards: Sequence[CallGuard]) -
         system_prompt=_system_prompt(parent, subagent=True),
         max_turns=SUBAGENT_MAX_TURNS,
         context=None if parent.compaction is None else parent.compaction.for_subagent(),
+        redaction=parent.runner.redaction,
         guards=guards,
         events=EventBus([NestingSink(deps.events, depth=1)]),
     )

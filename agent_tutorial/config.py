@@ -34,7 +34,7 @@ from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
-from agent_tutorial.core.tools import describe_validation_error
+from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES, describe_validation_error
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 
@@ -153,7 +153,7 @@ class Settings(BaseSettings):
     output_disk_cap_bytes: int = Field(default=OUTPUT_DISK_CAP_BYTES, ge=0)
     """Bytes of one command's whole output kept on disk for chapter 8's artifact (0: none)."""
 
-    max_tool_argument_bytes: int = Field(default=1024 * 1024, ge=1024)
+    max_tool_argument_bytes: int = Field(default=MAX_TOOL_ARGUMENT_BYTES, ge=1024)
     """A tool call with larger arguments is refused, and the arguments are shortened in the
     history, so they are not sent again with every later request."""
 

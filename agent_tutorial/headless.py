@@ -150,6 +150,7 @@ def _tool_event(event: ToolStarted | ToolFinished) -> Record:
         "is_error": event.result.is_error,
         "error_code": event.result.error_code,
         "bytes": len(event.result.content.encode()),
+        "redactions": event.result.redactions,
         "seconds": round(event.seconds, 3),
     }
 

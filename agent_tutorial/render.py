@@ -98,6 +98,9 @@ def tool_line(name: str, subject: str, result: ToolResult, seconds: float) -> Te
         else format_bytes(len(result.content.encode()))
     )
     line.append(f"  {outcome}", style="red" if result.is_error else "dim")
+    if result.redactions:
+        secrets = "secret" if result.redactions == 1 else "secrets"
+        line.append(f"  {result.redactions} {secrets} redacted", style="yellow")
     line.append(f"  {seconds:.2f}s", style="dim")
     return line
 

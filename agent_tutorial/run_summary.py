@@ -67,6 +67,8 @@ class RunSummary:
     tool_errors: int = 0
     context_window_tokens: int | None = None
     """The model's window when known (set by the front end), for the share of it used."""
+    redactions: int = 0
+    """Secrets masked in tool results (features/redaction.py)."""
 
     def reset(self) -> None:
         """Forget everything collected so far (the REPL started another session)."""
@@ -81,6 +83,7 @@ class RunSummary:
             "prompt_tokens": self.usage.prompt_tokens,
             "completion_tokens": self.usage.completion_tokens,
             "total_tokens": self.usage.total_tokens,
+            "redactions": self.redactions,
         }
         if self.usage.cached_prompt_tokens is not None:
             record["cached_prompt_tokens"] = self.usage.cached_prompt_tokens
@@ -106,6 +109,7 @@ class RunSummary:
         elif isinstance(event, ToolFinished):
             self.tool_calls += 1
             self.tool_errors += int(event.result.is_error)
+            self.redactions += event.result.redactions
         elif isinstance(event, CompactionApplied):
             layer = self.compaction.setdefault(
                 event.layer, {"events": 0, "count": 0, "bytes_saved": 0}

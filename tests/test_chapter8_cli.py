@@ -315,6 +315,7 @@ def test_json_usage_counts_the_summary_request_too(
         "prompt_tokens": 10 * calls,
         "completion_tokens": 5 * calls,
         "total_tokens": 15 * calls,
+        "redactions": 0,
     }
 
 

@@ -515,6 +515,7 @@ def test_ch6_json_usage_counts_the_childs_model_calls(
         "prompt_tokens": 420,
         "completion_tokens": 6,
         "total_tokens": 426,
+        "redactions": 0,
     }
 
 

@@ -48,7 +48,12 @@ def test_json_success_is_one_result_object_with_claude_code_fields(
     assert record["subtype"] == "success" and record["is_error"] is False
     assert record["result"] == record["final_text"] == "done"
     assert record["num_turns"] == record["turns"] == 2
-    assert record["usage"] == {"prompt_tokens": 250, "completion_tokens": 30, "total_tokens": 280}
+    assert record["usage"] == {
+        "prompt_tokens": 250,
+        "completion_tokens": 30,
+        "total_tokens": 280,
+        "redactions": 0,
+    }
     assert record["chapter"] == 2 and record["tool_calls"] == 1
     assert isinstance(record["duration_ms"], int) and record["duration_ms"] >= 0
     assert "error" not in record
@@ -102,7 +107,12 @@ def test_usage_no_call_reported_is_null_not_zero(run_cli: RunCli, loopback: Loop
     result = run_cli("run", "-c", "2", "-p", "go", "--output-format", "json")
 
     usage = json_result(result)["usage"]
-    assert usage == {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}
+    assert usage == {
+        "prompt_tokens": None,
+        "completion_tokens": None,
+        "total_tokens": None,
+        "redactions": 0,
+    }
 
 
 def test_usage_counts_only_the_calls_that_reported_it(

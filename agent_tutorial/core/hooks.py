@@ -367,8 +367,8 @@ class HookGuard:
                 reason = outcome.reason or "no reason given"
                 message = f"{parsed.tool.name} ran, but a PostToolUse hook withheld its result: "
                 return tool_error("hook_blocked", message + reason)
-            if outcome.updated_output is not None:
-                result = replace(result, content=outcome.updated_output)
+            if outcome.updated_output is not None:  # the spooled output is no longer it
+                result = replace(result, content=outcome.updated_output, whole_output=None)
             if outcome.additional_context:
                 result = _with_context(result, [outcome.additional_context])
             if not outcome.continue_:

@@ -42,7 +42,13 @@ from agent_tutorial.core.model import (
     Usage,
     make_request,
 )
-from agent_tutorial.core.tools import ParsedCall, ToolRegistry, ToolResult, tool_error
+from agent_tutorial.core.tools import (
+    ParsedCall,
+    ToolRegistry,
+    ToolResult,
+    shorten_oversized_arguments,
+    tool_error,
+)
 
 
 class ContextPolicy(Protocol):
@@ -77,6 +83,20 @@ class FullContext:
 
     def recover_from_overflow(self, history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
         raise ContextOverflowError("the conversation no longer fits")
+
+
+class ResultRedaction(Protocol):
+    """Masks secrets in a tool's result right after the tool returns, so that hooks,
+    events, the session log, the context policy and the model see only the masked text."""
+
+    def redact_result(self, result: ToolResult) -> ToolResult: ...
+
+
+class NoRedaction:
+    """Results as the tools returned them (tests and embedders that redact elsewhere)."""
+
+    def redact_result(self, result: ToolResult) -> ToolResult:
+        return result
 
 
 class ProcessorError(Exception):
@@ -152,6 +172,7 @@ class AgentRunner:
         system_prompt: str = "",
         max_turns: int = 50,
         context: ContextPolicy | None = None,
+        redaction: ResultRedaction | None = None,
         guards: Sequence[CallGuard] = (),
         guidance: Sequence[RequestGuidance] = (),
         turn_guards: Sequence[TurnGuard] = (),
@@ -166,6 +187,7 @@ class AgentRunner:
         self.system_prompt = system_prompt
         self.max_turns = max_turns
         self.context: ContextPolicy = context or FullContext()
+        self.redaction: ResultRedaction = redaction or NoRedaction()
         self.guards = list(guards)
         self.guidance = list(guidance)
         self.turn_guards = list(turn_guards)
@@ -183,7 +205,7 @@ class AgentRunner:
             self.events.emit(TurnStarted(turn))
             reply = self._ask_model()
             usage = usage + (reply.usage or ZERO_USAGE)
-            self._append(reply.message)
+            self._append(self._as_recorded(reply.message))
             if reply.message.tool_calls:
                 self._run_tools(reply.message)
                 just_forced = False
@@ -235,6 +257,13 @@ class AgentRunner:
             validate_tool_pairing(request_history)
         return request_history
 
+    def _as_recorded(self, message: AssistantMessage) -> AssistantMessage:
+        """The reply as canonical history keeps it. The one exception to append-only
+        history: tool arguments over the registry's cap are replaced by a note before the
+        reply is appended. Their call is refused anyway (the registry answers it with an
+        error), and a 10 MB argument would otherwise travel with every later request."""
+        return shorten_oversized_arguments(message, self.tools.max_argument_bytes)
+
     def _complete(self, request_history: Sequence[ChatMessage]) -> ModelReply:
         system = (system_message(self.system_prompt),) if self.system_prompt else ()
         guidance = [
@@ -269,6 +298,8 @@ class AgentRunner:
         except KeyboardInterrupt:
             self._answer_interrupted_batch(message.tool_calls, results, first_result_at)
             raise TurnInterrupted("interrupted while running tools") from None
+        finally:
+            _close_whole_outputs(results)
 
     def _answer_interrupted_batch(
         self, calls: Sequence[ToolCall], results: list[ToolResult], first_result_at: int
@@ -308,9 +339,9 @@ class AgentRunner:
             except OSError as error:  # a path the policy could not look at: tell the model
                 return tool_error("io_error", f"{type(error).__name__}: {error}")
             if isinstance(checked, ToolResult):
-                return checked
+                return self.redaction.redact_result(checked)
             parsed = checked
-        result = self.tools.invoke(parsed)
+        result = self.redaction.redact_result(self.tools.invoke(parsed))
         for guard in self.guards:
             result = guard.after_call(parsed, result)
         return result
@@ -346,6 +377,13 @@ def _interrupted_answer(streamed: str) -> str:
     if not streamed.strip():
         return INTERRUPTED_ANSWER
     return f"{streamed.rstrip()}\n\n{INTERRUPTED_ANSWER}"
+
+
+def _close_whole_outputs(results: Sequence[ToolResult]) -> None:
+    """Spooled outputs live until the batch is recorded (chapter 8 persists them)."""
+    for result in results:
+        if result.whole_output is not None:
+            result.whole_output.close()
 
 
 def _interrupted_result() -> ToolResult:

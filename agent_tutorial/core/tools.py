@@ -9,16 +9,19 @@ loop pairs with the call so the model can read it and try again.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, TypeAlias
 
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from agent_tutorial.core.messages import ToolCall
+from agent_tutorial.core.messages import AssistantMessage, ToolCall
 from agent_tutorial.core.model import ToolSpec
 
 Effect: TypeAlias = Literal["read", "write", "execute"]
+
+MAX_TOOL_ARGUMENT_BYTES = 1024 * 1024
+"""Arguments of one tool call larger than this are refused (the settings' default)."""
 
 
 class WholeOutput(Protocol):
@@ -114,7 +117,16 @@ class ParsedCall:
 class ToolRegistry:
     """Tools in registration order (the order the model sees them)."""
 
-    def __init__(self, tools: Iterable[ToolDefinition] = ()) -> None:
+    def __init__(
+        self,
+        tools: Iterable[ToolDefinition] = (),
+        *,
+        max_argument_bytes: int = MAX_TOOL_ARGUMENT_BYTES,
+    ) -> None:
+        if max_argument_bytes < 2:
+            raise ValueError(f"max_argument_bytes must be at least 2, got {max_argument_bytes}")
+        self.max_argument_bytes = max_argument_bytes
+        """Calls with larger arguments (UTF-8 bytes) get an `arguments_too_large` error."""
         self._tools: dict[str, ToolDefinition] = {}
         self._specs: tuple[ToolSpec, ...] | None = None
         for tool in tools:
@@ -145,7 +157,10 @@ class ToolRegistry:
         return self._specs
 
     def without(self, *names: str) -> ToolRegistry:
-        return ToolRegistry(tool for tool in self if tool.name not in names)
+        return ToolRegistry(
+            (tool for tool in self if tool.name not in names),
+            max_argument_bytes=self.max_argument_bytes,
+        )
 
     def parse(self, call: ToolCall) -> ParsedCall | ToolResult:
         """Validate a call; on any problem return the `tool_error` the model should see."""
@@ -153,6 +168,13 @@ class ToolRegistry:
         if tool is None:
             known = ", ".join(self._tools) or "none"
             return tool_error("unknown_tool", f"no tool named {call.name!r}; available: {known}")
+        size = utf8_size(call.arguments)
+        if size > self.max_argument_bytes:
+            return tool_error(
+                "arguments_too_large",
+                f"the arguments are {size} bytes; a tool call may carry at most "
+                f"{self.max_argument_bytes}. Split the work into several smaller calls.",
+            )
         try:
             raw = orjson.loads(call.arguments or "{}")
         except orjson.JSONDecodeError as error:
@@ -178,6 +200,42 @@ class ToolRegistry:
         """Parse and invoke in one step (chapters without policy or hooks)."""
         parsed = self.parse(call)
         return parsed if isinstance(parsed, ToolResult) else self.invoke(parsed)
+
+
+def utf8_size(text: str) -> int:
+    # Counting characters first spares encoding text that is clearly small enough.
+    return len(text) if text.isascii() else len(text.encode())
+
+
+def shorten_oversized_arguments(message: AssistantMessage, cap: int) -> AssistantMessage:
+    """`message` with every tool call's arguments over `cap` UTF-8 bytes shortened: its
+    largest values are replaced by a note until the JSON fits (or, if it cannot, the whole
+    arguments become one note). Such calls are refused by `ToolRegistry.parse`."""
+    if all(utf8_size(call.arguments) <= cap for call in message.tool_calls):
+        return message
+    calls = tuple(
+        replace(call, arguments=_shortened(call.arguments, cap))
+        if utf8_size(call.arguments) > cap
+        else call
+        for call in message.tool_calls
+    )
+    return replace(message, tool_calls=calls)
+
+
+def _shortened(arguments: str, cap: int) -> str:
+    note = f"[omitted: {utf8_size(arguments)} bytes of arguments, over the {cap}-byte cap]"
+    try:
+        values = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        values = None
+    if isinstance(values, dict):
+        by_size = sorted(values, key=lambda key: len(orjson.dumps(values[key])), reverse=True)
+        for key in by_size:
+            values[key] = note
+            shortened = orjson.dumps(values)
+            if len(shortened) <= cap:
+                return shortened.decode()
+    return orjson.dumps({"omitted": note}).decode()
 
 
 def describe_validation_error(error: ValidationError, *, whole: str = "arguments") -> str:

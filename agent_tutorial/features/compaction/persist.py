@@ -14,6 +14,7 @@ from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.compaction.settings import CompactionSettings
 from agent_tutorial.features.compaction.sizes import encode_utf8
 from agent_tutorial.features.compaction.store import (
+    ArtifactContent,
     ArtifactReference,
     ArtifactStore,
     tool_result_file_name,
@@ -48,7 +49,7 @@ class ResultPersister:
         and replaced by its preview."""
         encoded = [encode_utf8(result.content) for result in results]
         chosen = results_to_persist(
-            [len(data) for data in encoded],
+            [_whole_size(result, data) for result, data in zip(results, encoded, strict=True)],
             threshold=self._settings.persist_threshold_bytes,
             batch_budget=self._settings.batch_budget_bytes,
         )
@@ -56,7 +57,7 @@ class ResultPersister:
             return PersistedBatch(tuple(results), ())
         names = [tool_result_file_name(self._store.new_id()) for _ in chosen]
         references = self._store.publish(
-            [(name, encoded[i]) for name, i in zip(names, chosen, strict=True)]
+            [(name, _whole(results[i], encoded[i])) for name, i in zip(names, chosen, strict=True)]
         )
         compacted = list(results)
         for index, reference in zip(chosen, references, strict=True):
@@ -71,6 +72,16 @@ class ResultPersister:
             PersistedArtifact(i, ref) for i, ref in zip(chosen, references, strict=True)
         )
         return PersistedBatch(tuple(compacted), artifacts)
+
+
+def _whole_size(result: ToolResult, content: bytes) -> int:
+    return len(content) if result.whole_output is None else result.whole_output.total_bytes
+
+
+def _whole(result: ToolResult, content: bytes) -> ArtifactContent:
+    """What the artifact holds: the whole output when the tool spooled one (its content
+    shows only the head and tail), else the content. Both are already redacted."""
+    return content if result.whole_output is None else result.whole_output
 
 
 def results_to_persist(sizes: Sequence[int], *, threshold: int, batch_budget: int) -> list[int]:

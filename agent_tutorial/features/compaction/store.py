@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
+from agent_tutorial.core.tools import WholeOutput
 from agent_tutorial.features.compaction.errors import (
     ArtifactConflictError,
     ArtifactPathError,
@@ -38,6 +40,10 @@ class ArtifactReference:
     path: Path
     relative_path: str
     original_bytes: int
+
+
+ArtifactContent: TypeAlias = bytes | WholeOutput
+"""What an artifact holds: bytes in memory, or a tool's whole output streamed from its spool."""
 
 
 def validate_artifact_id(artifact_id: str) -> str:
@@ -75,7 +81,9 @@ class ArtifactStore:
             original_bytes=original_bytes,
         )
 
-    def publish(self, files: Sequence[tuple[str, bytes]]) -> tuple[ArtifactReference, ...]:
+    def publish(
+        self, files: Sequence[tuple[str, ArtifactContent]]
+    ) -> tuple[ArtifactReference, ...]:
         """Write every (name, bytes) pair, or none of them: on any failure the files this
         call already published are removed again."""
         directory = self._open_artifacts_directory()
@@ -92,9 +100,9 @@ class ArtifactStore:
             raise
         finally:
             os.close(directory)
-        return tuple(self.reference(name, len(data)) for name, data in files)
+        return tuple(self.reference(name, _size(data)) for name, data in files)
 
-    def _publish_one(self, directory: int, name: str, data: bytes) -> None:
+    def _publish_one(self, directory: int, name: str, data: ArtifactContent) -> None:
         relative = f"{ARTIFACTS_RELATIVE_PATH}/{name}"
         temporary = f".{name}.{secrets.token_hex(6)}.tmp"
         try:
@@ -153,10 +161,15 @@ def _sync_directory(directory: int) -> None:
         raise CompactionError(f"could not sync {shown}: {error.strerror or error}") from error
 
 
-def _write_durably(directory: int, name: str, data: bytes) -> None:
+def _size(data: ArtifactContent) -> int:
+    return len(data) if isinstance(data, bytes) else data.total_bytes
+
+
+def _write_durably(directory: int, name: str, data: ArtifactContent) -> None:
     descriptor = os.open(name, _NEW_FILE_FLAGS, 0o600, dir_fd=directory)
     with os.fdopen(descriptor, "wb") as file:
-        file.write(data)
+        for chunk in [data] if isinstance(data, bytes) else data.chunks():
+            file.write(chunk)  # a spooled output goes over a chunk at a time
         file.flush()
         os.fsync(file.fileno())
 

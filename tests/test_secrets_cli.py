@@ -1,0 +1,236 @@
+"""Planted secrets, driven through the CLI against the loopback server: none reaches a
+request body or a file under `.agent_tutorial/`, and bash never sees them in its
+environment. Also whole outputs persisted by chapter 8 and the tool-argument cap."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tests.conftest import TEST_API_KEY, CliRun
+from tests.loopback import LoopbackServer, text_stream, tool_stream
+
+RunCli = Callable[..., CliRun]
+
+PLANTED_ENVIRONMENT = {
+    "SERVICE_API_TOKEN": "planted-env-token-5f1c2e9a",
+    "DB_PASSWORD": "planted-db-password-77aa31",
+}
+DOTENV_SECRET = "planted-dotenv-value-c0ffee11"
+FILE_TOKENS = {
+    "api_key": "sk-proj-" + "Q7vLx2Rk9TzW4mNp8sYd3Fh6",
+    "github_token": "ghp_" + "Zq8Wm3Nx7Lp2Kv6Rt9Ys4Hd1Jf5Gb0Cc3Ee8Aa",
+    "aws_access_key_id": "AKIAZ7QW3ERT5YUI9OPL",
+}
+PLANTED = [*PLANTED_ENVIRONMENT.values(), DOTENV_SECRET, TEST_API_KEY, *FILE_TOKENS.values()]
+
+
+def plant_secrets(workspace: Path) -> None:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / ".env").write_text(f"WEBHOOK_SECRET={DOTENV_SECRET}\n", encoding="utf-8")
+    filler = "".join(f"line {n}: nothing to see here\n" for n in range(1, 1500))
+    tokens = "".join(f"{kind} = {value}\n" for kind, value in FILE_TOKENS.items())
+    (workspace / "settings.txt").write_text(tokens + filler + tokens, encoding="utf-8")
+    assert (workspace / "settings.txt").stat().st_size > 30_000
+
+
+def bodies(loopback: LoopbackServer) -> str:
+    return json.dumps(loopback.requests)
+
+
+def files_the_agent_wrote(workspace: Path) -> dict[str, bytes]:
+    """Every file under `.agent_tutorial/` but the `.env` the test planted."""
+    state = workspace / ".agent_tutorial"
+    return {
+        str(path.relative_to(state)): path.read_bytes()
+        for path in state.rglob("*")
+        if path.is_file() and path.name != ".env"
+    }
+
+
+def tool_messages(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+def test_planted_secrets_reach_no_request_and_no_file(
+    workspace: Path, loopback: LoopbackServer, run_cli_process: RunCli
+) -> None:
+    plant_secrets(workspace)
+    loopback.queue(
+        tool_stream(
+            [
+                ("c1", "bash", {"command": "env; tr '\\0' '\\n' < /proc/$PPID/environ"}),
+                ("c2", "read_file", {"path": "settings.txt"}),
+                ("c3", "bash", {"command": "cat settings.txt .agent_tutorial/.env"}),
+            ]
+        ),
+        text_stream("done"),
+    )
+
+    run = run_cli_process(
+        "run", "--chapter", "8", "-y", "--prompt", "look around", env=PLANTED_ENVIRONMENT
+    )
+
+    assert run.exit_code == 0, run.stderr
+    sent = bodies(loopback)
+    on_disk = files_the_agent_wrote(workspace)
+    assert {"sessions", "artifacts"} <= {name.split("/")[0] for name in on_disk}
+    assert [secret for secret in PLANTED if secret in sent] == []
+    assert [
+        (name, secret)
+        for name, data in on_disk.items()
+        for secret in PLANTED
+        if secret.encode() in data
+    ] == []
+    # Masked, not missing: the parent's environment block did hold them.
+    environ_output = tool_messages(loopback.requests[1])[0]
+    for name in ("SERVICE_API_TOKEN", "DB_PASSWORD", "OPENAI_API_KEY"):
+        assert f"{name}=[REDACTED:{name}]" in environ_output
+
+
+def test_a_persisted_artifact_holds_the_redacted_bytes(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli
+) -> None:
+    plant_secrets(workspace)
+    loopback.queue(
+        tool_stream([("c1", "read_file", {"path": "settings.txt"})]), text_stream("done")
+    )
+
+    run = run_cli("run", "--chapter", "8", "-y", "--prompt", "read it")
+
+    assert run.exit_code == 0, run.stderr
+    artifacts = list((workspace / ".agent_tutorial" / "artifacts").glob("tool-result-*.txt"))
+    assert len(artifacts) == 1
+    text = artifacts[0].read_text(encoding="utf-8")
+    for kind in FILE_TOKENS:
+        assert text.count(f"[REDACTED:{kind}]") == 2
+    assert "<persisted-tool-result>" in tool_messages(loopback.requests[1])[0]
+
+
+def test_bash_environment_leaves_out_secret_variables_unless_included(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli
+) -> None:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / "config.toml").write_text(
+        '[shell_environment]\ninclude = ["DEPLOY_TOKEN"]\n', encoding="utf-8"
+    )
+    command = "echo ${SERVICE_API_TOKEN:-unset} ${DEPLOY_TOKEN:-unset} ${OPENAI_API_KEY:-unset}"
+    loopback.queue(tool_stream([("c1", "bash", {"command": command})]), text_stream("ok"))
+
+    run = run_cli(
+        "run",
+        "--chapter",
+        "2",
+        "--prompt",
+        "check",
+        env={**PLANTED_ENVIRONMENT, "DEPLOY_TOKEN": "deploy-token-value-9"},
+    )
+
+    assert run.exit_code == 0, run.stderr
+    # DEPLOY_TOKEN reaches bash, but its value is still masked in what the model sees.
+    output = tool_messages(loopback.requests[1])[0]
+    assert output.startswith("unset [REDACTED:DEPLOY_TOKEN] unset\n")
+
+
+def test_redact_secrets_false_keeps_token_shapes_but_masks_known_values(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli
+) -> None:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / "config.toml").write_text("redact_secrets = false\n", encoding="utf-8")
+    token = FILE_TOKENS["github_token"]
+    command = f"echo {token} $(cat pw)"
+    (workspace / "pw").write_text(PLANTED_ENVIRONMENT["DB_PASSWORD"], encoding="utf-8")
+    loopback.queue(tool_stream([("c1", "bash", {"command": command})]), text_stream("ok"))
+
+    run = run_cli("run", "--chapter", "2", "--prompt", "x", env=PLANTED_ENVIRONMENT)
+
+    assert run.exit_code == 0, run.stderr
+    assert tool_messages(loopback.requests[1])[0].startswith(f"{token} [REDACTED:DB_PASSWORD]\n")
+
+
+def test_the_redaction_count_is_in_the_tool_line_and_the_json_result(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli
+) -> None:
+    plant_secrets(workspace)
+    command = "head -n 3 settings.txt"
+    loopback.queue(tool_stream([("c1", "bash", {"command": command})]), text_stream("ok"))
+
+    run = run_cli("run", "--chapter", "2", "--output-format", "json", "--prompt", "x")
+
+    assert run.exit_code == 0, run.stderr
+    assert orjson.loads(run.stdout)["usage"]["redactions"] == 3
+    assert "3 secrets redacted" in run.stderr
+
+
+# --- whole outputs ------------------------------------------------------------------------
+
+
+def test_chapter_8_persists_a_long_commands_whole_output(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli
+) -> None:
+    loopback.queue(tool_stream([("c1", "bash", {"command": "seq 1 200000"})]), text_stream("done"))
+
+    run = run_cli("run", "--chapter", "8", "-y", "--prompt", "count")
+
+    assert run.exit_code == 0, run.stderr
+    expected = "".join(f"{n}\n" for n in range(1, 200_001))
+    expected += f"[exit code 0 · {len(expected)} bytes of output]"
+    [artifact] = (workspace / ".agent_tutorial" / "artifacts").glob("tool-result-*.txt")
+    assert artifact.read_text(encoding="utf-8") == expected
+    assert f"original_bytes: {len(expected.encode())}\n" in tool_messages(loopback.requests[1])[0]
+
+
+def test_past_the_disk_cap_the_artifact_says_how_many_bytes_were_dropped(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli
+) -> None:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / "config.toml").write_text("output_disk_cap_bytes = 100000\n", encoding="utf-8")
+    loopback.queue(tool_stream([("c1", "bash", {"command": "seq 1 200000"})]), text_stream("done"))
+
+    run = run_cli("run", "--chapter", "8", "-y", "--prompt", "count")
+
+    assert run.exit_code == 0, run.stderr
+    whole = "".join(f"{n}\n" for n in range(1, 200_001))
+    [artifact] = (state / "artifacts").glob("tool-result-*.txt")
+    text = artifact.read_text(encoding="utf-8")
+    dropped = len(whole) - 100_000 - 15_000
+    assert text.startswith(whole[:100_000] + f"\n… [{dropped} bytes dropped: ")
+    assert text.endswith(whole[-15_000:] + f"[exit code 0 · {len(whole)} bytes of output]")
+
+
+# --- the tool-argument cap ------------------------------------------------------------------
+
+
+def test_oversized_arguments_are_refused_and_not_sent_again(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli
+) -> None:
+    huge = {"path": "big.txt", "content": "x" * (2 * 1024 * 1024)}
+    loopback.queue(
+        tool_stream([("c1", "write_file", huge)]),
+        text_stream("gave up"),
+    )
+
+    run = run_cli("run", "--chapter", "2", "-y", "--prompt", "write it")
+
+    assert run.exit_code == 0, run.stderr
+    assert not (workspace / "big.txt").exists()
+    follow_up = loopback.requests[1]
+    assert len(json.dumps(follow_up)) < 20_000
+    [call] = next(m for m in follow_up["messages"] if m["role"] == "assistant")["tool_calls"]
+    arguments = json.loads(call["function"]["arguments"])
+    assert arguments["path"] == "big.txt"
+    size = len(json.dumps(huge))
+    assert (
+        arguments["content"] == f"[omitted: {size} bytes of arguments, over the 1048576-byte cap]"
+    )
+    assert tool_messages(follow_up)[0].startswith("Error [arguments_too_large]: ")
+    [session] = (workspace / ".agent_tutorial" / "sessions").glob("*.jsonl")
+    assert session.stat().st_size < 20_000
