@@ -290,12 +290,49 @@ def test_a_server_that_wants_max_completion_tokens_gets_it_for_the_rest_of_the_s
     assert [body.get("max_completion_tokens") for body in loopback.requests[1:]] == [2_000] * 2
 
 
-def test_an_output_cap_too_large_for_the_window_is_still_an_overflow(
+def test_vllm_naming_both_cap_parameters_is_not_a_request_to_switch(
     loopback: LoopbackServer, make_model: MakeModel
 ) -> None:
-    """vLLM names both parameters when prompt plus cap exceed its window; that is not a
-    request to switch parameters."""
-    loopback.queue(error_reply(*OVERFLOW_REPLIES["vllm-input-tokens"]))
+    loopback.queue(error_reply(400, vllm_cap_too_large(4_096, 3_500, 8_192)), text_stream("ok"))
+
+    make_model().complete(ask())
+
+    assert all("max_completion_tokens" not in body for body in loopback.requests)
+
+
+def vllm_cap_too_large(window: int, prompt: int, cap: int) -> dict[str, Any]:
+    return {
+        "object": "error",
+        "message": f"'max_tokens' or 'max_completion_tokens' is too large: {cap}. This model's "
+        f"maximum context length is {window} tokens and your request has {prompt} input "
+        f"tokens ({cap} > {window} - {prompt}).",
+        "type": "BadRequestError",
+        "param": None,
+        "code": 400,
+    }
+
+
+def test_a_cap_that_does_not_fit_beside_the_prompt_is_lowered_and_the_window_kept(
+    loopback: LoopbackServer, make_model: MakeModel
+) -> None:
+    """vLLM with a 4,096-token window refuses prompt + 8,192; the prompt itself fits."""
+    loopback.queue(
+        error_reply(400, vllm_cap_too_large(4_096, 3_500, 8_192)),
+        text_stream("fits"),
+        text_stream("next"),
+    )
+    model = make_model()
+
+    assert model.complete(ask()).message.content == "fits"
+    assert model.complete(ask()).message.content == "next"
+
+    assert [body["max_tokens"] for body in loopback.requests] == [8_192, 596, 1_024]
+
+
+def test_a_prompt_that_leaves_less_than_an_eighth_of_the_window_is_still_an_overflow(
+    loopback: LoopbackServer, make_model: MakeModel
+) -> None:
+    loopback.queue(error_reply(400, vllm_cap_too_large(4_096, 3_800, 8_192)))
 
     with pytest.raises(PromptTooLongError):
         make_model().complete(ask())

@@ -32,6 +32,7 @@ from agent_tutorial.core.model import (
     ProviderError,
     RateLimitError,
     Usage,
+    clamp_output_tokens,
 )
 
 if TYPE_CHECKING:
@@ -513,6 +514,8 @@ class OpenAIChatModel:
         # OpenAI's reasoning models reject `max_tokens`; once one says so, this session
         # sends the cap as `max_completion_tokens`.
         self._cap_parameter: CapParameter = "max_tokens"
+        # A window a server named in an error; the cap stays within a quarter of it.
+        self._window_tokens: int | None = None
         http_client = _HttpClient(
             timeout=timeout_s, event_hooks={"response": [_refuse_retry_of_overflow]}
         )
@@ -525,11 +528,15 @@ class OpenAIChatModel:
         )
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        try:
-            return self._complete(request)
-        except _CapParameterRejected:
-            self._cap_parameter = "max_completion_tokens"
-            return self._complete(request)
+        cap = clamp_output_tokens(self._wire.max_output_tokens, self._window_tokens)
+        while True:  # each signal below changes what is sent, and can be raised once only
+            try:
+                return self._complete(self._arguments(request, cap), request.on_text)
+            except _CapParameterRejected:
+                self._cap_parameter = "max_completion_tokens"
+            except _OutputCapTooLarge as too_large:
+                self._window_tokens = too_large.window_tokens
+                cap = too_large.room_tokens
 
     def close(self) -> None:
         self._client.close()
@@ -540,29 +547,31 @@ class OpenAIChatModel:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _complete(self, request: ModelRequest) -> ModelReply:
-        relay = _TextRelay(request.on_text)
+    def _complete(
+        self, arguments: _RequestArguments, on_text: Callable[[str], None] | None
+    ) -> ModelReply:
+        relay = _TextRelay(on_text)
         if not self._wire.stream:
-            return self._whole_reply(request, relay)
+            return self._whole_reply(arguments, relay)
         for _ in range(_STREAM_ATTEMPTS):
             relay.new_attempt()
-            streamed = self._stream_once(request, relay)
+            streamed = self._stream_once(arguments, relay)
             if streamed.finish_reason is not None:
                 return streamed.to_reply()
             if streamed.chunks == 0:
                 # Some servers (llama-cpp-python on a context overflow or a tool choice it
                 # cannot stream) answer 200 and close the stream without one event.
                 relay.new_attempt()
-                return self._whole_reply(request, relay)
+                return self._whole_reply(arguments, relay)
         raise IncompleteStreamError(
             f"the endpoint's reply stream ended before the reply was finished, "
             f"{_STREAM_ATTEMPTS} times in a row (no finish reason); the server may have "
             f"crashed or a proxy cut the connection"
         )
 
-    def _stream_once(self, request: ModelRequest, on_text: _TextRelay) -> _StreamedReply:
+    def _stream_once(self, arguments: _RequestArguments, on_text: _TextRelay) -> _StreamedReply:
         streamed = _StreamedReply()
-        with self._open_stream(request) as stream:
+        with self._open_stream(arguments) as stream:
             refused = _non_stream_error(stream.response)
             if refused is not None:
                 raise type(refused)(_redact(str(refused), self._api_key))
@@ -580,29 +589,26 @@ class OpenAIChatModel:
                 raise self._error(None, error.body, error.message) from None
         return streamed
 
-    def _whole_reply(self, request: ModelRequest, on_text: _TextRelay) -> ModelReply:
-        completion = self._call(lambda: self._create_whole(request))
+    def _whole_reply(self, arguments: _RequestArguments, on_text: _TextRelay) -> ModelReply:
+        completion = self._call(
+            lambda: self._client.chat.completions.create(**arguments, stream=False), arguments
+        )
         reply = _read_completion(completion)
         on_text(reply.message.content or "")
         return reply
 
-    def _open_stream(self, request: ModelRequest) -> openai.Stream[ChatCompletionChunk]:
+    def _open_stream(self, arguments: _RequestArguments) -> openai.Stream[ChatCompletionChunk]:
         return self._call(
             lambda: self._client.chat.completions.create(
-                **self._arguments(request),
-                stream=True,
-                stream_options={"include_usage": True},
-            )
+                **arguments, stream=True, stream_options={"include_usage": True}
+            ),
+            arguments,
         )
 
-    def _create_whole(self, request: ModelRequest) -> ChatCompletion:
-        return self._client.chat.completions.create(**self._arguments(request), stream=False)
-
-    def _arguments(self, request: ModelRequest) -> _RequestArguments:
+    def _arguments(self, request: ModelRequest, cap: int) -> _RequestArguments:
         """Everything but the streaming fields, in the shape the servers accept."""
         messages = wire_messages(request.messages, merge_reminders=self._wire.merge_reminders)
         tools = [tool.to_wire() for tool in request.tools]
-        cap = self._wire.max_output_tokens
         # `tool_choice: "auto"` is OpenAI's default, but llama-cpp-python's function-calling
         # format does not show the model any tool without it.
         choice = "auto" if tools and self._wire.send_tool_choice else openai.omit
@@ -617,18 +623,30 @@ class OpenAIChatModel:
             ),
         }
 
-    def _call(self, send: Callable[[], _Sent]) -> _Sent:
-        """Send one request, turning the SDK's errors into typed `ModelError`s."""
+    def _call(self, send: Callable[[], _Sent], arguments: _RequestArguments) -> _Sent:
+        """Send one request, turning the SDK's errors into typed `ModelError`s (or into a
+        signal for `complete` to send it again with the output cap the server wants)."""
         try:
             return send()
         except openai.APIStatusError as error:
-            if self._cap_parameter == "max_tokens" and _rejects_max_tokens(error.body):
-                raise _CapParameterRejected from None
+            self._check_output_cap(error.body, arguments)
             raise self._error(error.status_code, error.body, error.message) from None
         except openai.APIConnectionError as error:  # includes timeouts, after the SDK's retries
             raise self._error(None, None, self._connection_detail(error)) from None
         except openai.APIResponseValidationError as error:
             raise self._error(error.status_code, error.body, error.message) from None
+
+    def _check_output_cap(self, body: object, arguments: _RequestArguments) -> None:
+        if self._cap_parameter == "max_tokens" and _rejects_max_tokens(body):
+            raise _CapParameterRejected from None
+        sent = arguments[self._cap_parameter]
+        room = _room_for_output(body)
+        if room is None or not isinstance(sent, int):
+            return
+        window, left = room
+        # Less room than an eighth of the window is an overflow: compacting is the cure.
+        if window <= left * _LEAST_OUTPUT_SHARE and left < sent:
+            raise _OutputCapTooLarge(window, left) from None
 
     def _connection_detail(self, error: openai.APIConnectionError) -> str:
         if isinstance(error, openai.APITimeoutError):
@@ -658,6 +676,16 @@ class _CapParameterRejected(Exception):
     """The server wants the output cap as `max_completion_tokens`; never leaves the adapter."""
 
 
+class _OutputCapTooLarge(Exception):
+    """The prompt fits the window but prompt plus cap does not (vLLM refuses that as if the
+    prompt were too long); the request goes again with the room that is left."""
+
+    def __init__(self, window_tokens: int, room_tokens: int) -> None:
+        super().__init__(window_tokens, room_tokens)
+        self.window_tokens = window_tokens
+        self.room_tokens = room_tokens
+
+
 _Sent = TypeVar("_Sent")
 
 
@@ -679,6 +707,33 @@ _TOOL_CHOICE_HINT = (
 _MAX_TOKENS_UNSUPPORTED = re.compile(
     r"'?max_tokens'? is not supported|use '?max_completion_tokens'? instead", re.IGNORECASE
 )
+
+
+# vLLM's two wordings for prompt + cap over the window; the prompt's own count is in both.
+_PROMPT_AND_CAP_TOO_LONG = (
+    re.compile(
+        r"maximum context length is (?P<window>\d+) tokens and your request has "
+        r"(?P<prompt>\d+) input tokens"
+    ),
+    re.compile(
+        r"maximum context length is (?P<window>\d+) tokens\. However, you requested \d+ "
+        r"tokens \((?P<prompt>\d+) in the messages, \d+ in the completion\)"
+    ),
+)
+
+
+_LEAST_OUTPUT_SHARE = 8
+
+
+def _room_for_output(body: object) -> tuple[int, int] | None:
+    """(window, tokens left for the reply) from an error that says both, else None."""
+    text = " ".join(_strings_in(body))
+    for pattern in _PROMPT_AND_CAP_TOO_LONG:
+        match = pattern.search(text)
+        if match is not None:
+            window = int(match.group("window"))
+            return window, window - int(match.group("prompt"))
+    return None
 
 
 def _rejects_max_tokens(body: object) -> bool:
