@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_prepare.py
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_long_session.py
+	$(BIN)/python benchmarks/bench_toolbar.py
 	$(BIN)/agent-tutorial bench --turns 300 --seed 591 --context-window 128000
 
 clean:
