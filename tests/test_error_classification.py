@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent_tutorial.adapters.openai_chat import classify_error
+from agent_tutorial.adapters.provider_errors import classify_error
 from agent_tutorial.core.model import (
     AuthenticationError,
     BadRequestError,

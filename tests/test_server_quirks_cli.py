@@ -27,15 +27,18 @@ def assert_every_request_fits_strict_servers(loopback: LoopbackServer) -> None:
         assert body.get("tool_choice") == ("auto" if body.get("tools") else None)
 
 
+def llama_cpp_python_reading_notes(loopback: LoopbackServer, workspace: Path) -> None:
+    """The llama-cpp-python quirks on, and a first reply that reads notes.md."""
+    loopback.quirks = LLAMA_CPP_PYTHON
+    (workspace / "notes.md").write_text("TODO: ship it\n")
+    loopback.queue(tool_stream([("call_1", "read_file", {"path": "notes.md"})]))
+
+
 def test_a_chapter_2_tool_round_trip_works_with_the_llama_cpp_python_quirks(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
-    loopback.quirks = LLAMA_CPP_PYTHON
-    (workspace / "notes.md").write_text("TODO: ship it\n")
-    loopback.queue(
-        tool_stream([("call_1", "read_file", {"path": "notes.md"})]),
-        text_stream("One TODO: ship it."),
-    )
+    llama_cpp_python_reading_notes(loopback, workspace)
+    loopback.queue(text_stream("One TODO: ship it."))
 
     result: CliRun = run_cli("run", "--chapter", "2", "--prompt", "What is left?")
 
@@ -50,10 +53,8 @@ def test_a_chapter_2_tool_round_trip_works_with_the_llama_cpp_python_quirks(
 def test_a_chapter_8_overflow_sent_as_an_empty_stream_is_compacted_and_the_run_finishes(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
-    loopback.quirks = LLAMA_CPP_PYTHON
-    (workspace / "notes.md").write_text("TODO: ship it\n")
+    llama_cpp_python_reading_notes(loopback, workspace)
     loopback.queue(
-        tool_stream([("call_1", "read_file", {"path": "notes.md"})]),
         error_reply(*OVERFLOW_REPLIES["llama-cpp-python"]),  # sent as an empty stream
         text_stream(f"```json\n{json.dumps(SUMMARY, indent=2)}\n```"),  # a small model's fence
         text_stream("done after compacting"),

@@ -1,0 +1,170 @@
+"""Provider error replies as the typed errors of `core.model`: a pure function from
+(status, body, message) to one error whose text is one line, with keys masked.
+
+No SDK here: the OpenAI adapter hands over what the SDK decoded.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent_tutorial.core.model import (
+    AuthenticationError,
+    BadRequestError,
+    ConnectionFailedError,
+    ModelError,
+    ModelNotFoundError,
+    PromptTooLongError,
+    ProviderError,
+    RateLimitError,
+)
+
+# Shorter "keys" are placeholders such as "EMPTY"; redacting them would mangle ordinary words.
+_MIN_REDACTED_KEY_LENGTH = 8
+_REDACTED = "[redacted]"
+
+_DETAIL_LIMIT = 300
+
+_RATE_LIMIT_MARKERS = re.compile(
+    r"rate[ _-]?limit|too many requests|tokens per|requests per|per minute|per min\b"
+    r"|per day|\b[tr]p[md]\b|quota",
+    re.IGNORECASE,
+)
+
+# One entry per known provider wording; the comment names who says it.
+_OVERFLOW_MARKERS = re.compile(
+    "|".join(
+        (
+            r"context_length_exceeded",  # OpenAI, Azure (error code)
+            r"maximum context length",  # OpenAI, Azure, DeepSeek, OpenRouter, vLLM, Mistral
+            r"exceeds? the context window",  # OpenAI
+            r"exceed_context_size_error",  # llama.cpp (error type)
+            r"exceeds? the available context size",  # llama.cpp
+            r"requested tokens \(\d+\) exceed context window",  # llama-cpp-python, unformatted
+            r"prompt is too long",  # Anthropic-compatible gateways
+            r"range of input length",  # DashScope (Qwen)
+            r"input token count.{0,40}exceeds",  # Gemini's OpenAI-compatible endpoint
+            r"tokens \+ `?max_new_tokens`? must be",  # Hugging Face TGI
+            r"context length of only",  # LM Studio
+        )
+    ),
+    re.IGNORECASE,
+)
+
+# Key-shaped tokens some servers echo back; masked even when we do not know the key.
+_KEY_LIKE = re.compile(r"\b((?:sk|pk|rk)-)[A-Za-z0-9_\-]{8,}|(Bearer\s+)\S+", re.IGNORECASE)
+_SDK_PREFIX = re.compile(r"^Error code: \d+( - )?")
+_HTML_TAG = re.compile(r"<[^>]+>")
+
+_EXPLANATIONS: dict[type[ModelError], str] = {
+    PromptTooLongError: "the request does not fit the model's context window",
+    RateLimitError: "the endpoint is rate limiting requests",
+    ModelNotFoundError: "the endpoint does not know this model or URL path",
+    BadRequestError: "the endpoint rejected the request",
+    ProviderError: "the endpoint failed",
+    ConnectionFailedError: "could not reach the endpoint",
+}
+
+
+def classify_error(status: int | None, body: object, message: str) -> ModelError:
+    """Map one provider error reply to a typed `ModelError` whose `str()` is one line.
+
+    `status` is the HTTP status (None for a connection failure or an error event inside a
+    stream), `body` the decoded JSON body (with or without an `error` wrapper) or its text,
+    `message` the SDK's own message.
+    """
+    if status is None:
+        status = _status_in_body(body)
+    searchable = " ".join([*strings_in(body), message])
+    error_class = _error_class(status, searchable, body)
+    explanation = _explain(error_class, status)
+    where = f" ({status})" if status is not None else ""
+    detail = one_line(provider_message(body) or _SDK_PREFIX.sub("", message))
+    return error_class(f"{explanation}{where}: {detail}" if detail else f"{explanation}{where}")
+
+
+def _error_class(status: int | None, searchable: str, body: object) -> type[ModelError]:
+    if status is None and body is None:
+        return ConnectionFailedError  # nothing came back; the message is ours, not the server's
+    if status in (401, 403):
+        return AuthenticationError
+    if status == 404:
+        return ModelNotFoundError
+    # Rate limits come first: "Request too large ... tokens per min" is a rate limit that
+    # mentions tokens, and treating it as an overflow would compact for nothing.
+    if _RATE_LIMIT_MARKERS.search(searchable):
+        return RateLimitError
+    # A bare 413 means the request body is too big; shrinking the history is the cure.
+    if status == 413 or _OVERFLOW_MARKERS.search(searchable):
+        return PromptTooLongError
+    if status == 429:
+        return RateLimitError
+    if status is not None and 400 <= status < 500:
+        return BadRequestError
+    return ProviderError
+
+
+def _explain(error_class: type[ModelError], status: int | None) -> str:
+    if error_class is AuthenticationError:
+        if status == 403:
+            return "the endpoint refused access with this API key"
+        return "the endpoint rejected the API key"
+    if error_class is ProviderError and status is None:
+        return "the endpoint reported an error"
+    return _EXPLANATIONS[error_class]
+
+
+def _error_object(body: object) -> object:
+    """The error itself, whether the body wraps it in `{"error": ...}` or not (vLLM)."""
+    if isinstance(body, dict) and "error" in body:
+        return body["error"]
+    return body
+
+
+def _status_in_body(body: object) -> int | None:
+    """An HTTP-like status some servers put in an error event's `code` field."""
+    error = _error_object(body)
+    code = error.get("code") if isinstance(error, dict) else None
+    if isinstance(code, int) and 400 <= code <= 599:
+        return code
+    return None
+
+
+def provider_message(body: object) -> str:
+    error = _error_object(body)
+    if isinstance(error, str):
+        return _HTML_TAG.sub(" ", error)
+    if isinstance(error, dict):
+        for key in ("message", "detail", "msg"):
+            value = error.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return ""
+
+
+def strings_in(value: object, depth: int = 0) -> list[str]:
+    """Every string in a decoded body; nested ones matter (OpenRouter embeds the upstream
+    provider's raw error under `metadata.raw`)."""
+    if isinstance(value, str):
+        return [value]
+    if depth > 4:
+        return []
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in strings_in(item, depth + 1)]
+    if isinstance(value, list):
+        return [text for item in value for text in strings_in(item, depth + 1)]
+    return []
+
+
+def one_line(text: str) -> str:
+    text = _KEY_LIKE.sub(lambda match: (match.group(1) or match.group(2)) + _REDACTED, text)
+    text = " ".join(text.split())
+    if len(text) > _DETAIL_LIMIT:
+        return text[: _DETAIL_LIMIT - 1] + "…"
+    return text
+
+
+def redact(text: str, api_key: str) -> str:
+    if len(api_key) < _MIN_REDACTED_KEY_LENGTH:
+        return text
+    return text.replace(api_key, _REDACTED)
