@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.loopback import LoopbackServer, text_stream
+from tests.loopback import LoopbackServer, text_stream, tool_stream
 from tests.terminal import Terminal
 
 MakeTerminal = Callable[..., Terminal]
@@ -107,3 +107,21 @@ def test_the_toolbar_fits_an_80_column_terminal_with_a_long_model_name(
     terminal.wait_for(lambda: "of summary" in terminal.lines()[-1], "the whole toolbar")
 
     assert terminal.lines()[-1].startswith(" ch8 · Qwen/Qwen2.5-Coder-32B-… · ")
+
+
+def test_an_approval_panel_shows_a_long_command_whole_at_80_columns(
+    make_terminal: MakeTerminal, loopback: LoopbackServer
+) -> None:
+    command = "echo " + " ".join(f"word{n}" for n in range(40)) + " && rm -rf build/lastword"
+    loopback.queue(tool_stream([("call-1", "bash", {"command": command})]), text_stream("ok"))
+    terminal = make_terminal("run", "--chapter", "3", columns=80)
+    terminal.wait_for_prompt()
+    terminal.enter("clean up")
+    terminal.wait_for_text("Allow?")
+
+    shown = terminal.flat_text()
+
+    assert "build/lastword" in shown
+    assert "word39 && rm -rf" in shown
+    terminal.enter("n")
+    terminal.wait_for_prompt()
