@@ -3,11 +3,13 @@ binary-file helpers underneath them."""
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import signal
 import stat
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -338,29 +340,29 @@ def replace(workspace: Path, name: str, data: bytes) -> None:
         replace_file(target, data)
 
 
-@pytest.fixture
-def file_size_limit() -> Iterator[int]:
-    """Writes past 16 bytes fail with EFBIG, as on a full disk, after the file exists."""
-    limit = 16
+@contextmanager
+def file_size_limit(limit: int) -> Iterator[None]:
+    """Writes past `limit` bytes fail with EFBIG, as on a full disk, after the file exists.
+    Only for the block: the limit binds the whole process, pytest's own output included."""
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
     try:
-        yield limit
+        yield
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         signal.signal(signal.SIGXFSZ, previous)
 
 
-def test_atomic_write_failure_leaves_the_original_and_no_temporary_file(
-    workspace: Path, file_size_limit: int
-) -> None:
+def test_atomic_write_failure_leaves_the_original_and_no_temporary_file(workspace: Path) -> None:
     target = workspace / "config.toml"
     target.write_text("keep = true\n")
 
-    with pytest.raises(OSError, match="too large"):  # fails after the temporary file exists
-        replace(workspace, "config.toml", b"x" * (file_size_limit * 4))
+    # The write fails after the temporary file exists.
+    with pytest.raises(OSError, match="too large") as failed, file_size_limit(16):
+        replace(workspace, "config.toml", b"x" * 64)
 
+    assert failed.value.errno == errno.EFBIG
     assert target.read_text() == "keep = true\n"
     assert entries(workspace) == ["config.toml"]
 
