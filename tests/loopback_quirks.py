@@ -9,6 +9,7 @@ request, replace or hide the scripted reply, or rewrite its stream events.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
@@ -35,6 +36,10 @@ class Quirks:
     system_only_first: bool = False
     """Gemma's and Mistral's chat templates: a system message anywhere but first fails
     to render (a 500 from llama.cpp-based servers)."""
+
+    strict_alternation: bool = False
+    """Chat templates that raise unless user and assistant turns alternate (two user turns
+    in a row fail to render)."""
 
     calls_at_index_zero: bool = False
     """Servers that send every streamed tool call at `index` 0, told apart only by id."""
@@ -82,6 +87,11 @@ def refusal(quirks: Quirks, body: dict[str, Any]) -> tuple[int, dict[str, Any]] 
         message.get("role") == "system" for message in messages[1:]
     ):
         return 500, {"error": {"message": "System role must be first in the conversation"}}
+    if quirks.strict_alternation and any(
+        first.get("role") == second.get("role") == "user"
+        for first, second in itertools.pairwise(messages)
+    ):
+        return 500, {"error": {"message": "Conversation roles must alternate user/assistant"}}
     if quirks.rejects_max_tokens and "max_tokens" in body:
         return 400, {
             "error": {

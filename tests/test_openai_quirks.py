@@ -22,6 +22,7 @@ from agent_tutorial.core.model import (
     BadRequestError,
     ModelRequest,
     PromptTooLongError,
+    ProviderError,
     ToolSpec,
 )
 from tests.loopback import (
@@ -353,6 +354,31 @@ def test_a_template_that_allows_only_a_leading_system_message_accepts_every_requ
     assert not loopback.refused
     roles = [message["role"] for message in loopback.requests[0]["messages"]]
     assert roles == ["system", "user", "assistant", "tool", "user"]
+
+
+def test_merged_reminders_satisfy_a_template_that_demands_alternation(
+    loopback: LoopbackServer, make_model: MakeModel
+) -> None:
+    loopback.quirks = Quirks(strict_alternation=True, system_only_first=True)
+    loopback.queue(text_stream("ok"))
+
+    make_model(merge_reminders=True).complete(
+        ask(system_message("prompt"), user_message("do it"), system_message("Reminder: plan"))
+    )
+
+    assert not loopback.refused
+    assert [message["role"] for message in loopback.requests[0]["messages"]] == ["system", "user"]
+
+
+def test_without_merging_that_template_refuses_a_reminder_after_a_user_turn(
+    loopback: LoopbackServer, make_model: MakeModel
+) -> None:
+    loopback.quirks = Quirks(strict_alternation=True)
+
+    with pytest.raises(ProviderError, match="must alternate"):
+        make_model().complete(
+            ask(system_message("prompt"), user_message("do it"), system_message("Reminder"))
+        )
 
 
 # --- usage -----------------------------------------------------------------------------------
