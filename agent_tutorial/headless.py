@@ -11,7 +11,8 @@ without the other.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import IO, Any, Literal
 
 import orjson
@@ -114,30 +115,27 @@ def stream_event(event: Event) -> Record:
     if isinstance(event, ToolStarted | ToolFinished):
         return _tool_event(event)
     if isinstance(event, CompactionApplied):
-        return {
-            "type": "compaction",
-            "layer": event.layer,
-            "text": event.text,
-            "count": event.count,
-            "bytes_saved": event.bytes_saved,
-            "details": dict(event.details),
-        }
+        return {"type": "compaction", **_fields(event)}
     if isinstance(event, PermissionDecided):
-        return {
-            "type": "permission",
-            "tool": event.tool,
-            "decision": event.decision,
-            "subject": event.subject,
-            "reason": event.reason,
-            "source": event.source,
-        }
+        return {"type": "permission", **_fields(event)}
     if isinstance(event, UsageReported):
         return {"type": "usage", "purpose": event.purpose, "usage": _usage(event.usage)}
     return _notice(event)
 
 
 def _notice(event: Notice) -> Record:
-    return {"type": "notice", "level": event.level, "text": event.text}
+    return {"type": "notice", **_fields(event)}
+
+
+def _fields(event: CompactionApplied | PermissionDecided | Notice | Usage) -> Record:
+    """The event's own fields, as they are: the stream shows events whole, so a field added
+    to an event appears here by itself. (The session file lists its fields one by one
+    instead: the loader reads it back, so it changes only on purpose.)"""
+    return {
+        item.name: dict(value) if isinstance(value, Mapping) else value
+        for item in fields(event)
+        for value in [getattr(event, item.name)]
+    }
 
 
 def _tool_event(event: ToolStarted | ToolFinished) -> Record:
@@ -156,13 +154,7 @@ def _tool_event(event: ToolStarted | ToolFinished) -> Record:
 
 
 def _usage(usage: Usage | None) -> Record | None:
-    if usage is None:
-        return None
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-    }
+    return None if usage is None else _fields(usage)
 
 
 def json_text(record: Record, *, indent: bool = False) -> str:

@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from agent_tutorial.conversation import EMPTY_ANSWER_NOTICE
+from agent_tutorial.core.events import CompactionApplied, UsageReported
+from agent_tutorial.core.model import Usage
+from agent_tutorial.headless import stream_event
 from tests.conftest import CliRun
 from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
 
@@ -237,3 +240,18 @@ def test_piped_input_at_the_cap_is_accepted(run_cli: RunCli, loopback: LoopbackS
 
     assert result.exit_code == 0
     assert loopback.requests[0]["messages"][-1]["content"] == "y" * 100
+
+
+def test_stream_events_show_compaction_and_usage_whole() -> None:
+    compaction = CompactionApplied("micro", "micro: 2 results", 2, 100, {"ids": ("a", "b")})
+    usage = UsageReported(Usage(10, 2, 12), "summary")
+
+    assert stream_event(compaction) == {
+        "type": "compaction",
+        "layer": "micro",
+        "text": "micro: 2 results",
+        "count": 2,
+        "bytes_saved": 100,
+        "details": {"ids": ("a", "b")},
+    }
+    assert stream_event(usage)["usage"]["total_tokens"] == 12
