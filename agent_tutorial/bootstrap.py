@@ -180,7 +180,7 @@ REMINDER_ALLOWANCE_BYTES = 2_000
 def _window(settings: Settings) -> WindowSize | None:
     """The window from the settings (flag, environment, config or the server's answer)."""
     tokens = settings.context_window_tokens or settings.compaction.context_window_tokens
-    return None if tokens is None else WindowSize.of(tokens)
+    return None if tokens is None else WindowSize.of(tokens, settings.max_output_tokens)
 
 
 def _history_budget(agent: Agent, tools: ToolRegistry) -> HistoryBudget:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS, clamp_output_tokens
 from agent_tutorial.features.bench.cache_model import CACHE_MODEL_TEXT
 from agent_tutorial.features.bench.contenders import CONTENDERS
 from agent_tutorial.features.bench.prices import PriceSheet, price_sheets
@@ -30,7 +31,6 @@ __all__ = [
     "synthetic_trace",
 ]
 
-DEFAULT_OUTPUT_CAP_TOKENS = 8_192
 SUMMARIZER_TEXT = (
     "Summaries inside the bench come from the deterministic offline extractive summarizer; "
     "a model-written summary's request is counted at the size it would have had."
@@ -48,10 +48,8 @@ class BenchReport:
 
 
 def output_cap_for(window: int | None) -> int:
-    """The reply reserve: the default cap, at most a quarter of a known window."""
-    return (
-        DEFAULT_OUTPUT_CAP_TOKENS if window is None else min(DEFAULT_OUTPUT_CAP_TOKENS, window // 4)
-    )
+    """The reply's reserve: the default output cap, at most a quarter of a known window."""
+    return clamp_output_tokens(DEFAULT_MAX_OUTPUT_TOKENS, window)
 
 
 def run_bench(

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS, clamp_output_tokens
+
 INITIAL_BYTES_PER_TOKEN = 3.5
 """A conservative start: English prose runs near 4 bytes a token, JSON-escaped code lower."""
 CALIBRATION_WEIGHT = 0.3
 """How much one observation moves the moving average."""
 _PLAUSIBLE_BYTES_PER_TOKEN = (1.0, 8.0)  # outside this a count is not about this request
-DEFAULT_OUTPUT_CAP_TOKENS = 8_192
-"""The reply's reserve when no output cap is configured."""
 
 
 class TokenCalibration:
@@ -50,14 +50,12 @@ class WindowSize:
     output_cap_tokens: int
 
     @classmethod
-    def of(cls, tokens: int, output_cap_tokens: int | None = None) -> WindowSize:
-        """The reply's reserve is its cap, at most a quarter of the window: a server such
-        as vLLM refuses prompt + max_tokens over the window, with an error that reads like
-        an overflow."""
+    def of(cls, tokens: int, max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS) -> WindowSize:
+        """The reply's reserve is the output cap the adapter sends: the configured one, at
+        most a quarter of the window (`clamp_output_tokens`)."""
         if tokens <= 0:
             raise ValueError(f"the context window must be positive, got {tokens}")
-        cap = DEFAULT_OUTPUT_CAP_TOKENS if output_cap_tokens is None else output_cap_tokens
-        return cls(tokens, max(1, min(cap, tokens // 4)))
+        return cls(tokens, clamp_output_tokens(max_output_tokens, tokens))
 
     @property
     def prompt_tokens(self) -> int:
