@@ -4,6 +4,11 @@ One turn: build the request history from canonical history, ask the model, appen
 reply, run the tool calls it asked for, append their results, repeat until the model
 answers without tool calls. Features plug in through small protocols; the loop itself
 has no UI, SDK or filesystem code.
+
+Canonical history is append-only, with two documented rewrites of a message *before* it is
+appended: a reply's duplicate call ids are renamed, and tool arguments over the registry's
+cap are shortened (`_as_recorded`). Each tool result is redacted right after the tool
+returns, before guards, events, the context policy and history see it.
 """
 
 from __future__ import annotations
