@@ -39,6 +39,13 @@ def plant_secrets(workspace: Path) -> None:
     assert (workspace / "settings.txt").stat().st_size > 30_000
 
 
+def write_project_config(workspace: Path, text: str) -> Path:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / "config.toml").write_text(text, encoding="utf-8")
+    return state
+
+
 def bodies(loopback: LoopbackServer) -> str:
     return json.dumps(loopback.requests)
 
@@ -115,11 +122,7 @@ def test_a_persisted_artifact_holds_the_redacted_bytes(
 def test_bash_environment_leaves_out_secret_variables_unless_included(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli
 ) -> None:
-    state = workspace / ".agent_tutorial"
-    state.mkdir()
-    (state / "config.toml").write_text(
-        '[shell_environment]\ninclude = ["DEPLOY_TOKEN"]\n', encoding="utf-8"
-    )
+    write_project_config(workspace, '[shell_environment]\ninclude = ["DEPLOY_TOKEN"]\n')
     command = "echo ${SERVICE_API_TOKEN:-unset} ${DEPLOY_TOKEN:-unset} ${OPENAI_API_KEY:-unset}"
     loopback.queue(tool_stream([("c1", "bash", {"command": command})]), text_stream("ok"))
 
@@ -141,9 +144,7 @@ def test_bash_environment_leaves_out_secret_variables_unless_included(
 def test_redact_secrets_false_keeps_token_shapes_but_masks_known_values(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli
 ) -> None:
-    state = workspace / ".agent_tutorial"
-    state.mkdir()
-    (state / "config.toml").write_text("redact_secrets = false\n", encoding="utf-8")
+    write_project_config(workspace, "redact_secrets = false\n")
     token = FILE_TOKENS["github_token"]
     command = f"echo {token} $(cat pw)"
     (workspace / "pw").write_text(PLANTED_ENVIRONMENT["DB_PASSWORD"], encoding="utf-8")
@@ -190,9 +191,7 @@ def test_chapter_8_persists_a_long_commands_whole_output(
 def test_past_the_disk_cap_the_artifact_says_how_many_bytes_were_dropped(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli
 ) -> None:
-    state = workspace / ".agent_tutorial"
-    state.mkdir()
-    (state / "config.toml").write_text("output_disk_cap_bytes = 100000\n", encoding="utf-8")
+    state = write_project_config(workspace, "output_disk_cap_bytes = 100000\n")
     loopback.queue(tool_stream([("c1", "bash", {"command": "seq 1 200000"})]), text_stream("done"))
 
     run = run_cli("run", "--chapter", "8", "-y", "--prompt", "count")
