@@ -244,7 +244,7 @@ class Repl:
     def _summary_threshold_bytes(self) -> int:
         compaction = self.conversation.agent.compaction
         if compaction is not None:
-            return compaction.settings.proactive_threshold_bytes
+            return compaction.summary_threshold_bytes  # smaller when the window is small
         return self.conversation.setup.settings.compaction.proactive_threshold_bytes
 
     def _run_turn(self, prompt: str) -> None:

@@ -643,3 +643,21 @@ def test_compact_ends_with_its_own_totals_and_the_next_turn_counts_only_its_own(
     assert len(totals) == 1
     assert lines[totals[0]].startswith("⚙ compaction this run: summary 1×;")
     assert totals[0] < compacted  # printed by /compact, not by the turn after it
+
+
+def test_with_a_small_window_a_smaller_paste_gets_the_warning(
+    make_repl: MakeRepl, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / ".agent_tutorial").mkdir(exist_ok=True)
+    (workspace / ".agent_tutorial" / "config.toml").write_text("context_window_tokens = 4000\n")
+    harness = make_repl(chapter=8)
+    compaction = harness.conversation.agent.compaction
+    assert compaction is not None
+    threshold = compaction.summary_threshold_bytes
+    assert threshold < 20_000  # the window's budget, not the 50,000 B default
+    paste = "x" * (threshold + 1)
+
+    harness.drive(then=PASTE_START + paste + PASTE_END + ENTER + "n" + ENTER + "/exit\r")
+
+    assert loopback.requests == []
+    assert f"over the {format_bytes(threshold)} summary threshold" in harness.err_text()
