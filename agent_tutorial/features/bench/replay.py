@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from agent_tutorial.core.messages import ChatMessage, History, ToolMessage, tool_message
 from agent_tutorial.core.tools import ToolResult
@@ -31,8 +31,13 @@ from agent_tutorial.features.compaction.summary import SUMMARY_INSTRUCTION
 FIXED_PREFIX_BYTES = 7_700
 """The system prompt and tool schemas at the front of every agent request: about the size
 of chapter 8's (760 B of prompt, 6,900 B of schemas for nine tools)."""
+_FIXED_PREFIX = b"\0" * FIXED_PREFIX_BYTES  # stands for the same bytes in every request
 RECENT_RESULTS = 10
 """Retention is the share of this many latest tool results a request carries verbatim."""
+
+
+_Input = TypeVar("_Input")
+_Output = TypeVar("_Output")
 
 
 class ReplayStrategy(Protocol):
@@ -113,7 +118,7 @@ class _Meter:
     costs: dict[str, float] = field(default_factory=dict)
 
     def parts(self, request: Sequence[ChatMessage]) -> list[bytes]:
-        parts = [b"\0" * FIXED_PREFIX_BYTES]
+        parts = [_FIXED_PREFIX]
         for message in request:
             data = self.encoded.get(message)
             if data is None:
@@ -154,52 +159,85 @@ def replay(
     setup: BenchSetup,
     sheets: Sequence[PriceSheet],
 ) -> StrategyResult:
-    strategy = contender.build(setup)
-    window = setup.context_window_tokens
-    meter = _Meter(sheets, None if window is None else window - setup.output_cap_tokens)
-    originals = {id_: r.content for step in trace for id_, r in _results_by_id(step)}
-    summaries_before = len(setup.summarizer.request_bytes)
-    history: list[ChatMessage] = []
-    recent: list[str] = []
-    shares: list[float] = []
-    seconds = 0.0
-    for step in trace:
-        history.extend(step.before)
-        started = time.perf_counter()
-        request = strategy.prepare(history)
-        seconds += time.perf_counter() - started
-        parts = meter.parts(request)
-        if meter.fits(parts):
-            meter.sent(parts)
-        else:
-            started = time.perf_counter()
-            recovered = strategy.recover_from_overflow(history)
-            seconds += time.perf_counter() - started
-            request = _after_overflow(meter, request, parts, recovered)
-        if recent:
-            shares.append(_verbatim_share(request, recent[-RECENT_RESULTS:], originals))
-        history.append(step.reply)
-        started = time.perf_counter()
-        processed = strategy.process_tool_results(step.results)
-        seconds += time.perf_counter() - started
+    return _Replay(contender, setup, sheets, trace).run()
+
+
+class _Replay:
+    """One strategy through one trace: for each step, build and measure the request, then
+    append the reply and the strategy's processed results to the canonical history."""
+
+    def __init__(
+        self,
+        contender: Contender,
+        setup: BenchSetup,
+        sheets: Sequence[PriceSheet],
+        trace: Sequence[TraceStep],
+    ) -> None:
+        self.name = contender.name
+        self.trace = trace
+        self.strategy = contender.build(setup)
+        self.summarizer = setup.summarizer
+        window = setup.context_window_tokens
+        self.meter = _Meter(sheets, None if window is None else window - setup.output_cap_tokens)
+        self.originals = {id_: r.content for step in trace for id_, r in _results_by_id(step)}
+        self.history: list[ChatMessage] = []
+        self.recent: list[str] = []  # tool-call ids, oldest first
+        self.shares: list[float] = []
+        self.seconds = 0.0
+
+    def run(self) -> StrategyResult:
+        summaries_before = len(self.summarizer.request_bytes)
+        for step in self.trace:
+            self.history.extend(step.before)
+            request = self._request()
+            if self.recent:
+                recent = self.recent[-RECENT_RESULTS:]
+                self.shares.append(_verbatim_share(request, recent, self.originals))
+            self._record(step)
+        summaries = self.summarizer.request_bytes[summaries_before:]
+        for size in summaries:
+            self.meter.summary_sent(size)
+        return self._result(len(summaries))
+
+    def _request(self) -> Sequence[ChatMessage]:
+        """The request the model answers at this point, measured as it goes out."""
+        request = self._timed(self.strategy.prepare, self.history)
+        parts = self.meter.parts(request)
+        if self.meter.fits(parts):
+            self.meter.sent(parts)
+            return request
+        recovered = self._timed(self.strategy.recover_from_overflow, self.history)
+        return _after_overflow(self.meter, request, parts, recovered)
+
+    def _record(self, step: TraceStep) -> None:
+        self.history.append(step.reply)
+        processed = self._timed(self.strategy.process_tool_results, step.results)
         for call, result in zip(step.reply.tool_calls, processed, strict=True):
-            history.append(tool_message(result.content, call.id))
-            recent.append(call.id)
-    for size in setup.summarizer.request_bytes[summaries_before:]:
-        meter.summary_sent(size)
-    return StrategyResult(
-        name=contender.name,
-        requests=meter.requests,
-        bytes_sent=meter.bytes_sent,
-        prompt_tokens=meter.prompt_tokens,
-        cached_tokens=meter.cached_tokens,
-        costs=dict(meter.costs),
-        largest_request_tokens=meter.largest,
-        over_window=meter.over_window,
-        summary_calls=len(setup.summarizer.request_bytes) - summaries_before,
-        verbatim_share=sum(shares) / len(shares) if shares else 1.0,
-        prepare_seconds=seconds,
-    )
+            self.history.append(tool_message(result.content, call.id))
+            self.recent.append(call.id)
+
+    def _timed(self, work: Callable[[_Input], _Output], argument: _Input) -> _Output:
+        started = time.perf_counter()
+        try:
+            return work(argument)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def _result(self, summary_calls: int) -> StrategyResult:
+        meter = self.meter
+        return StrategyResult(
+            name=self.name,
+            requests=meter.requests,
+            bytes_sent=meter.bytes_sent,
+            prompt_tokens=meter.prompt_tokens,
+            cached_tokens=meter.cached_tokens,
+            costs=dict(meter.costs),
+            largest_request_tokens=meter.largest,
+            over_window=meter.over_window,
+            summary_calls=summary_calls,
+            verbatim_share=sum(self.shares) / len(self.shares) if self.shares else 1.0,
+            prepare_seconds=self.seconds,
+        )
 
 
 def _after_overflow(

@@ -13,7 +13,7 @@ The marks come from the window when it is known (`CacheMarks.for_budget`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agent_tutorial.features.compaction.settings import CompactionSettings
@@ -65,14 +65,17 @@ class CacheAwareLayers:
         clearable = tool_groups[: max(0, len(tool_groups) - self.keep_recent)]
         return sum(1 for group in clearable if group < self._clear_before)
 
-    def clear_more(self, request_bytes: int, candidates: Sequence[tuple[int, int]]) -> bool:
+    def clear_more(
+        self, request_bytes: int, candidates: Callable[[], Sequence[tuple[int, int]]]
+    ) -> bool:
         """Past the high mark, move the micro cut forward over `candidates` (the tool groups
         micro may still clear, oldest first, with the bytes clearing each saves) until the
         request is down to the low mark and at least `clear_at_least` is cleared. True if
         the cut moved."""
-        clearable = candidates[: max(0, len(candidates) - self.keep_recent)]
         if request_bytes <= self.marks.high:
             return False
+        uncleared = candidates()
+        clearable = uncleared[: max(0, len(uncleared) - self.keep_recent)]
         if sum(saving for _, saving in clearable) < self.marks.clear_at_least:
             return False  # not worth the cache it would break; wait for more to clear
         saved = 0

@@ -8,7 +8,7 @@ strategy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -45,9 +45,12 @@ class LayerPolicy(Protocol):
         numbers, oldest first) micro clears."""
         ...
 
-    def clear_more(self, request_bytes: int, candidates: Sequence[tuple[int, int]]) -> bool:
+    def clear_more(
+        self, request_bytes: int, candidates: Callable[[], Sequence[tuple[int, int]]]
+    ) -> bool:
         """Given the request's size and the tool groups micro could still clear (group,
-        bytes saved), whether to clear more now; True if the policy moved its cut."""
+        bytes saved; computed only if asked for), whether to clear more now; True if the
+        policy moved its cut."""
         ...
 
     def reset(self) -> None:
@@ -83,7 +86,9 @@ class SeedLayers:
             return 0
         return max(0, len(tool_groups) - self.keep_recent_tool_groups)
 
-    def clear_more(self, request_bytes: int, candidates: Sequence[tuple[int, int]]) -> bool:
+    def clear_more(
+        self, request_bytes: int, candidates: Callable[[], Sequence[tuple[int, int]]]
+    ) -> bool:
         return False  # the seed clears by count alone, on every request
 
     def reset(self) -> None:
@@ -142,7 +147,11 @@ class CheapLayers:
         tool_units = [unit for unit in snipped.units if unit >= 0 and index.is_tool_group(unit)]
         cleared_count = self._policy.groups_to_clear(tool_units)
         request = self._assemble(lead, snipped, set(tool_units[:cleared_count]))
-        candidates = [(unit, self._clearing_saves(unit)) for unit in tool_units[cleared_count:]]
+        uncleared = tool_units[cleared_count:]
+
+        def candidates() -> list[tuple[int, int]]:
+            return [(unit, self._clearing_saves(unit)) for unit in uncleared]
+
         if self._policy.clear_more(request.utf8_bytes, candidates):
             cleared_count = self._policy.groups_to_clear(tool_units)
             request = self._assemble(lead, snipped, set(tool_units[:cleared_count]))
