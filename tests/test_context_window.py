@@ -12,6 +12,7 @@ import pytest
 
 from agent_tutorial.adapters.context_probe import probe_context_window
 from agent_tutorial.adapters.openai_chat import OpenAIChatModel
+from agent_tutorial.bootstrap import AgentDeps, build_agent
 from agent_tutorial.config import load_settings
 from agent_tutorial.core.messages import user_message
 from agent_tutorial.core.model import Usage, make_request
@@ -21,6 +22,7 @@ from agent_tutorial.features.compaction.budget import (
     WindowSize,
 )
 from agent_tutorial.features.context_window import describe_prompt
+from agent_tutorial.profiles import profile_for_chapter
 from tests.conftest import TEST_API_KEY, CliRun
 from tests.loopback import LoopbackServer, Reply, text_stream
 
@@ -234,3 +236,21 @@ def test_json_usage_shows_the_window_its_share_and_cached_tokens(
     assert usage["context_window_tokens"] == 8_000
     assert usage["last_prompt_tokens"] == 2_000
     assert usage["last_prompt_window_share"] == 0.25
+
+
+def test_chapter_8_calibrates_bytes_per_token_from_each_reply(
+    loopback: LoopbackServer, workspace: Path
+) -> None:
+    settings = load_settings(workspace, {"model": "m", "base_url": loopback.base_url})
+    loopback.queue(text_stream("hi", usage=(2_000, 1)))
+    with OpenAIChatModel(base_url=loopback.base_url, api_key=TEST_API_KEY, model="m") as model:
+        agent = build_agent(profile_for_chapter(8), AgentDeps(model, workspace, settings))
+        agent.runner.run("hello")
+
+    sent = len(json.dumps(loopback.requests[0]["messages"])) + len(
+        json.dumps(loopback.requests[0]["tools"])
+    )
+    calibration = agent.context_meter.calibration
+    assert calibration.observations == 1
+    expected = 0.7 * INITIAL_BYTES_PER_TOKEN + 0.3 * (sent / 2_000)
+    assert calibration.bytes_per_token == pytest.approx(expected, rel=0.1)

@@ -352,6 +352,26 @@ def test_toolbar_at_chapter_8_shows_chapter_session_and_percentage(make_repl: Ma
     )
 
 
+def test_with_a_known_window_context_and_toolbar_show_the_share_of_it(
+    make_repl: MakeRepl, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_TUTORIAL_CONTEXT_WINDOW", "8000")
+    answer = text_stream("an answer", usage=(2_000, 5))
+    assert answer.sse_events is not None
+    answer.sse_events[-1]["usage"]["prompt_tokens_details"] = {"cached_tokens": 1_024}
+    loopback.queue(answer)
+    harness = make_repl(chapter=8)
+
+    harness.drive("a question", "/context")
+
+    shown = harness.stdout.getvalue()
+    assert re.search(r"context window\s+8,000 tokens, 2,000 kept for the reply", shown)
+    assert re.search(
+        r"last usage\s+2,000 prompt \+ 5 completion tokens, 25% of the window, 1,024 cached", shown
+    )
+    assert re.search(r"≈\d+ tok, \d+% of window", toolbar_text(harness.repl))
+
+
 def test_toolbar_before_chapter_8_has_no_threshold(make_repl: MakeRepl) -> None:
     harness = make_repl(chapter=2)
 
