@@ -189,6 +189,11 @@ class RunOptions(NamedTuple):
     compaction: "CompactionStrategy | None" = None
 
 
+_adopt_orphans = False
+"""Set by `main()`: `run` then makes this process a subreaper (`adapters.processes`). Done
+there, not in `main()`, so `--help` and `--version` do not load ctypes for it."""
+
+
 def _run(options: RunOptions, report: "RunReport", out: "Console", err: "Console") -> None:
     from agent_tutorial.approval import TerminalApprover
     from agent_tutorial.conversation import ConversationSetup
@@ -196,6 +201,10 @@ def _run(options: RunOptions, report: "RunReport", out: "Console", err: "Console
     from agent_tutorial.profiles import profile_for_chapter
     from agent_tutorial.render import TerminalRenderer, rendering
 
+    if _adopt_orphans:
+        from agent_tutorial.adapters.processes import become_subreaper
+
+        become_subreaper()
     workspace = Path.cwd().resolve()
     settings = _with_probed_window(_settings_or_exit(workspace, options.flags), options.chapter)
     if options.compaction is not None:
@@ -623,11 +632,12 @@ def _session_trace_or_exit(session_id: str, err: "Console") -> tuple[list[Any], 
 
 
 def main() -> None:
-    from agent_tutorial.adapters.processes import become_subreaper, terminate_like_ctrl_c
+    global _adopt_orphans
+    from agent_tutorial.adapters.processes import terminate_like_ctrl_c
 
     # Only the real command adopts orphans and turns SIGTERM/SIGHUP into Ctrl-C: a test
     # runner that calls `app` in-process keeps its own signal handling and children.
-    become_subreaper()
+    _adopt_orphans = True
     try:
         with terminate_like_ctrl_c():
             app()

@@ -17,8 +17,17 @@ from tests.conftest import TEST_API_KEY
 from tests.loopback import LoopbackServer, text_stream
 
 # What --help and --version must not pay for: the SDK and its HTTP client, settings
-# parsing, the REPL's line editor and rich (typer's plain help needs none of them).
-NOT_FOR_HELP = ("openai", "httpx", "pydantic", "pydantic_settings", "prompt_toolkit", "rich")
+# parsing, the REPL's line editor, rich (typer's plain help needs none of them) and the
+# ctypes that only `run` needs, to adopt orphaned processes.
+NOT_FOR_HELP = (
+    "openai",
+    "httpx",
+    "pydantic",
+    "pydantic_settings",
+    "prompt_toolkit",
+    "rich",
+    "ctypes",
+)
 
 
 def imported_modules(*args: str, cwd: Path, env: dict[str, str] | None = None) -> set[str]:
