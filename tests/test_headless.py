@@ -179,6 +179,17 @@ def test_stream_json_on_a_401_still_ends_with_an_error_result(
     assert [line["type"] for line in lines].count("result") == 1
 
 
+def test_stream_json_failing_before_a_session_prints_the_result_line_alone(
+    run_cli: RunCli,
+) -> None:
+    result = run_cli("run", "--continue", "-p", "go", "--output-format", "stream-json")
+
+    lines = stream_lines(result)
+    assert result.exit_code == 2
+    assert len(lines) == 1 and lines[0]["type"] == "result"
+    assert lines[0]["is_error"] is True and lines[0]["session_id"] is None
+
+
 def test_an_empty_final_answer_prints_a_notice_on_stderr(
     run_cli: RunCli, loopback: LoopbackServer
 ) -> None:
