@@ -137,3 +137,16 @@ def test_the_seed_in_the_same_session_changes_its_prefix_far_more_often(
 
     assert result.exit_code == 0, result.stderr
     assert prefix_changes(model.agent_requests) > 10
+
+
+def test_a_prompt_that_cannot_fit_the_window_stops_the_run_before_any_request(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    prompt = "Explain this log:\n" + "line of log output\n" * 2_000
+
+    result: CliRun = run_cli("run", "-c", "8", "--context-window", "6000", "-p", prompt)
+
+    assert result.exit_code == 1
+    assert "latest message alone" in result.stderr
+    assert "does not fit the model's context window" in result.stderr
+    assert loopback.requests == []
