@@ -170,3 +170,12 @@ def test_cache_aware_snips_in_one_step(tmp_path: Path) -> None:
 def test_the_cache_aware_summary_threshold_comes_from_the_window(tmp_path: Path) -> None:
     assert manager(tmp_path, 32_000, strategy="cache-aware").summary_threshold_bytes == 63_000
     assert manager(tmp_path, strategy="cache-aware").summary_threshold_bytes == 160_000
+
+
+def test_cache_aware_cuts_do_not_carry_over_to_another_history(tmp_path: Path) -> None:
+    compaction = manager(tmp_path, strategy="cache-aware")
+    requests_while_growing(compaction, 60, "r" * 4_000)  # micro has cleared by now
+
+    other = compaction.prepare(history_with(12, "s" * 400, prompt="another task"))
+
+    assert cleared(other) == 0

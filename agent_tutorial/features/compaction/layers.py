@@ -136,6 +136,7 @@ class CheapLayers:
         self._policy = policy
         self._cleared: dict[int, tuple[ChatMessage, int]] = {}  # message -> (result, saved)
         self._lead: Lead | None = None
+        policy.reset()  # cuts a policy kept belong to another index's positions
 
     def build(self, lead: Lead | None) -> LayeredRequest:
         if lead != self._lead:  # a new summary in front: positions mean other groups now
