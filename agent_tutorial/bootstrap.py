@@ -214,13 +214,14 @@ def _show_plan(events: EventBus, items: tuple[TodoItem, ...]) -> None:
 
 def secret_redactor(settings: Settings, workspace: Path) -> Redactor:
     """Masks the API key in use, the values of secret-looking variables in the environment
-    and in `.agent_tutorial/.env`, and (unless `redact_secrets = false`) token shapes."""
+    and in `.agent_tutorial/.env`, and (unless `redact_secrets = false`) token shapes. The
+    base URL, the model and the workspace path are never masked: the request names them."""
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
     secrets = known_secrets(
         [os.environ, dotenv_secrets_source(workspace / STATE_DIR / ".env")],
         api_key=api_key,
         api_key_name=settings.api_key_env,
-        public=[settings.base_url, settings.model],
+        public=[settings.base_url, settings.model, str(workspace)],
     )
     return Redactor(secrets, patterns=settings.redact_secrets)
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import orjson
 import pytest
 from pydantic import BaseModel
 
+from agent_tutorial.bootstrap import secret_redactor
+from agent_tutorial.config import load_settings
 from agent_tutorial.core.events import EventBus, EventLog, MessageAppended, ToolFinished
 from agent_tutorial.core.loop import AgentRunner
 from agent_tutorial.core.messages import (
@@ -153,3 +156,20 @@ def test_a_message_within_the_cap_is_returned_as_it_is() -> None:
     message = assistant_message(None, [tool_call("c1", "note", '{"text": "small"}')])
 
     assert shorten_oversized_arguments(message, 1000) is message
+
+
+def test_the_agent_masks_its_key_and_secret_variables_but_not_public_values(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROJECT_SECRET_DIR", str(workspace))  # already in the system prompt
+    monkeypatch.setenv("SERVICE_TOKEN", "service-token-value")
+    settings = load_settings(
+        workspace, {"api_key": "key-in-use-123", "base_url": "http://127.0.0.1:9/v1"}
+    )
+
+    redactor = secret_redactor(settings, workspace)
+
+    text = f"{workspace} key-in-use-123 service-token-value http://127.0.0.1:9/v1"
+    assert redactor.redact(text).text == (
+        f"{workspace} [REDACTED:OPENAI_API_KEY] [REDACTED:SERVICE_TOKEN] http://127.0.0.1:9/v1"
+    )
