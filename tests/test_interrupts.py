@@ -270,6 +270,7 @@ class InterruptedRun:
     seconds_to_exit: float
     stderr: str
     leftovers: list[tuple[int, str]]
+    stdout: str = ""
 
 
 def interrupt_cli_during_sleep(
@@ -278,12 +279,13 @@ def interrupt_cli_during_sleep(
     marker: str,
     signal_number: signal.Signals = signal.SIGINT,
     arguments: dict[str, Any] = SLEEP,
+    output_format: str = "text",
 ) -> InterruptedRun:
     """`agent-tutorial run --chapter 2 --prompt …` as a subprocess running bash with
     `arguments`; `signal_number` (Ctrl-C by default) once the marked `sleep` runs."""
     loopback.queue(tool_stream([("call-sleep", "bash", arguments)]))
     with subprocess.Popen(
-        cli_command("run", "--chapter", "2", "--prompt", "wait"),
+        cli_command("run", "--chapter", "2", "--prompt", "wait", "--output-format", output_format),
         cwd=workspace,
         env=cli_environment(loopback),
         stdin=subprocess.DEVNULL,
@@ -294,12 +296,13 @@ def interrupt_cli_during_sleep(
             assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
             cli.send_signal(signal_number)
             sent_at = time.monotonic()
-            _, stderr = cli.communicate(timeout=WAIT_S)
+            stdout, stderr = cli.communicate(timeout=WAIT_S)
             seconds = time.monotonic() - sent_at
         finally:
             if cli.poll() is None:
                 cli.kill()
-    return InterruptedRun(cli.returncode, seconds, stderr.decode(), processes_with_marker(marker))
+    leftovers = processes_with_marker(marker)
+    return InterruptedRun(cli.returncode, seconds, stderr.decode(), leftovers, stdout.decode())
 
 
 def test_ctrl_c_in_a_one_shot_run_exits_130_within_two_seconds_leaving_nothing(
@@ -312,6 +315,17 @@ def test_ctrl_c_in_a_one_shot_run_exits_130_within_two_seconds_leaving_nothing(
     assert run.leftovers == []
     assert "error: interrupted" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_ctrl_c_under_json_output_still_prints_one_error_result_and_exits_130(
+    workspace: Path, loopback: LoopbackServer, marker: str
+) -> None:
+    run = interrupt_cli_during_sleep(workspace, loopback, marker, output_format="json")
+
+    record = json.loads(run.stdout)
+    assert run.exit_code == 130, run.stderr
+    assert record["type"] == "result" and record["is_error"] is True
+    assert record["subtype"] == "error_during_execution" and record["error"] == "interrupted"
 
 
 def test_interrupted_one_shot_run_can_be_continued_with_its_paired_result(
