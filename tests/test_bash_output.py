@@ -110,6 +110,24 @@ def test_a_secret_across_the_cut_is_masked_before_the_output_is_cut(workspace: P
     assert "[REDACTED:github_token]" in whole_text(result)
 
 
+def test_a_private_key_across_pipe_reads_is_masked_in_the_whole_output(workspace: Path) -> None:
+    # The pause makes the key arrive in two reads, split 700 bytes in.
+    body = "MIIEowIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2MXgD8bFbWq0dP7Hk3ZMAf7XwVbK\n" * 25
+    key = f"-----BEGIN PRIVATE KEY-----\n{body}-----END PRIVATE KEY-----\n"
+    (workspace / "key.pem").write_text(key, encoding="utf-8")
+    command = (
+        "head -c 65500 /dev/zero | tr '\\0' a; head -c 700 key.pem; sleep 0.3; "
+        "tail -c +701 key.pem; seq 1 5000"
+    )
+
+    result = run_bash(workspace, BashSettings(redactor=Redactor({})), command=command)
+
+    whole = whole_text(result)
+    assert "MIIE" not in whole and "MIIE" not in result.content
+    assert "a" * 65500 + "[REDACTED:private_key]\n1\n" in whole
+    assert result.redactions == 1
+
+
 def test_known_values_are_masked_in_the_output(workspace: Path) -> None:
     redactor = Redactor({"correct-horse-battery": "DB_PASSWORD"})
 
