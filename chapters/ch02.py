@@ -33,7 +33,7 @@ SKIP_DIRS = {".git", ".venv", "node_modules", ".agent_tutorial", "__pycache__"}
 READ_LIMIT_LINES = 2_000
 MAX_GLOB_RESULTS = 500
 MAX_GREP_MATCHES = 200
-JSON_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "integer": int, "boolean": bool}
+JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool}
 
 SYSTEM_PROMPT = """\
 You are a coding agent working in the user's project at {workspace}.

@@ -1,9 +1,598 @@
-"""Chapter 6 — Subagents: the fixed entry for this chapter's profile.
-
-.venv/bin/python chapters/ch06.py --prompt "..."   # = agent-tutorial run --chapter 6
+# Lesson 6 of 8: the task tool; a subagent with a fresh, isolated history and no task tool.
+# Every lesson repeats the one before it on purpose, so that `make lesson-diff A=5 B=6`
+# (diff -u chapters/ch05.py chapters/ch06.py) shows exactly what this chapter adds.
+"""A coding agent in one file: ask the model, run the tools it asks for, repeat.
+Standard library plus the `openai` SDK only; the full version is the `agent_tutorial` package.
 """
 
-from agent_tutorial.cli import run_chapter
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+Message = dict[str, Any]  # one chat message in the wire shape the endpoint receives
+Handler = Callable[[dict[str, Any]], str]  # a tool: checked arguments in, result text out
+Tools = dict[str, tuple[dict[str, Any], Handler]]  # name -> (spec for the model, handler)
+
+MAX_TURNS = 50  # model requests per prompt before the loop gives up
+MAX_OUTPUT_TOKENS = 8_192  # every request carries an output cap
+BASH_TIMEOUT_S = 120
+OUTPUT_KEEP_CHARS = 20_000  # bash keeps this much from the start and from the end
+WORKSPACE = Path.cwd().resolve()  # the file tools never reach outside this directory
+SKIP_DIRS = {".git", ".venv", "node_modules", ".agent_tutorial", "__pycache__"}
+READ_LIMIT_LINES = 2_000
+MAX_GLOB_RESULTS = 500
+MAX_GREP_MATCHES = 200
+JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool, "array": list}
+CONFIG_FILE = WORKSPACE / ".agent_tutorial" / "config.toml"
+CONFIG: dict[str, Any] = {}  # the config file's tables; main reads it once
+EFFECTS = {"bash": "execute", "write_file": "write", "edit_file": "write"}  # the rest only read
+MODE_DEFAULTS = {  # --permission-mode: what each mode does with each effect
+    "ask": {"read": "allow", "write": "ask", "execute": "ask"},
+    "accept-edits": {"read": "allow", "write": "allow", "execute": "ask"},
+    "auto": {"read": "allow", "write": "allow", "execute": "allow"},
+}
+STRICTNESS = ("allow", "ask", "deny")  # of the rules that match, the strictest wins
+CHAINING = re.compile(r"[;&|<>`\n]|\$\(")  # an allow rule never covers a chained command
+HOOK_TIMEOUT_S = 60
+TODO_STATUSES = ("pending", "in_progress", "completed")
+MAX_TODO_ITEMS = 50
+MAX_TODO_CONTENT_CHARS = 500
+REMINDER_AFTER_TOOL_ROUNDS = 3
+PLAN: list[dict[str, str]] = []  # the current plan; each todo_write replaces all of it
+
+SYSTEM_PROMPT = """\
+You are a coding agent working in the user's project at {workspace}.
+Use the tools to inspect the project before you answer; never guess file contents.
+Keep answers short and concrete. When you are done, answer without calling a tool."""
+
+TOOLS: Tools = {}  # every tool of the main agent
+
+
+def tool(
+    name: str, description: str, properties: dict[str, Any], required: list[str]
+) -> Callable[[Handler], Handler]:
+    """Register a handler under `name` with the JSON schema the model sees."""
+    parameters = {"type": "object", "properties": properties, "required": required}
+    spec = {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+    def register(handler: Handler) -> Handler:
+        TOOLS[name] = (spec, handler)
+        return handler
+
+    return register
+
+
+class AgentError(Exception):
+    """The run cannot finish (too many turns, a cut-off reply); main prints one line."""
+
+
+class ToolError(Exception):
+    """A call the tool refuses; the model reads `Error [code]: message` and can try again."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@tool(
+    "bash",
+    "Run a bash command in the project directory.",
+    {"command": {"type": "string"}},
+    ["command"],
+)
+def run_bash(arguments: dict[str, Any]) -> str:
+    """Run the command with no stdin; a non-zero exit is information for the model."""
+    try:
+        done = subprocess.run(
+            ["bash", "-c", arguments["command"]],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=BASH_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return f"Error [timeout]: the command ran longer than {BASH_TIMEOUT_S} s"
+    output = done.stdout + done.stderr
+    if len(output) > 2 * OUTPUT_KEEP_CHARS:  # keep the start and the end
+        middle = f"\n[... {len(output) - 2 * OUTPUT_KEEP_CHARS} characters left out ...]\n"
+        output = output[:OUTPUT_KEEP_CHARS] + middle + output[-OUTPUT_KEEP_CHARS:]
+    return f"{output}\n[exit code {done.returncode}]"
+
+
+def inside(path: str) -> Path:
+    """`path` with every symlink resolved, if it stays inside the workspace. (The package walks
+    open directory descriptors instead, so a symlink swapped in after this check cannot win.)"""
+    try:
+        resolved = (WORKSPACE / path).resolve()
+    except (OSError, RuntimeError) as error:  # a symlink loop, an unreadable directory
+        raise ToolError("io_error", f"cannot resolve {path}: {error}") from error
+    if not resolved.is_relative_to(WORKSPACE):
+        raise ToolError("path_outside_workspace", f"{path} is outside the workspace {WORKSPACE}")
+    return resolved
+
+
+def replace_file(target: Path, content: str) -> None:
+    """Write a temporary file next to `target`, then rename it over: never a half-written file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False) as temp:
+        try:
+            temp.write(content)
+        except OSError:
+            Path(temp.name).unlink()
+            raise
+    Path(temp.name).replace(target)
+
+
+@tool(
+    "read_file",
+    "Read a text file; numbered lines from `offset` (1-based), at most `limit` lines.",
+    {"path": {"type": "string"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}},
+    ["path"],
+)
+def read_file(arguments: dict[str, Any]) -> str:
+    target = inside(arguments["path"])
+    offset, limit = max(1, arguments.get("offset", 1)), arguments.get("limit", READ_LIMIT_LINES)
+    if target.is_dir():
+        raise ToolError("is_a_directory", f"{arguments['path']} is a directory; use glob")
+    data = target.read_bytes()
+    if b"\0" in data[:8192]:
+        raise ToolError("binary_file", f"{arguments['path']} looks binary")
+    lines = data.decode(errors="replace").splitlines()
+    shown = lines[offset - 1 : offset - 1 + max(1, limit)]
+    text = "\n".join(f"{number:6}\t{line}" for number, line in enumerate(shown, start=offset))
+    if offset - 1 + len(shown) < len(lines):
+        text += f"\n[{len(lines)} lines in all; read on with offset={offset + len(shown)}]"
+    return text or "(empty file)"
+
+
+@tool(
+    "write_file",
+    "Create or overwrite a text file (parent directories are created).",
+    {"path": {"type": "string"}, "content": {"type": "string"}},
+    ["path", "content"],
+)
+def write_file(arguments: dict[str, Any]) -> str:
+    replace_file(inside(arguments["path"]), arguments["content"])
+    return f"Wrote {len(arguments['content'].encode())} bytes to {arguments['path']}"
+
+
+@tool(
+    "edit_file",
+    "Replace old_text, which must match exactly once (or every match with replace_all).",
+    {
+        "path": {"type": "string"},
+        "old_text": {"type": "string"},
+        "new_text": {"type": "string"},
+        "replace_all": {"type": "boolean"},
+    },
+    ["path", "old_text", "new_text"],
+)
+def edit_file(arguments: dict[str, Any]) -> str:
+    target, old, new = inside(arguments["path"]), arguments["old_text"], arguments["new_text"]
+    text = target.read_text()
+    count = text.count(old) if old else 0
+    if count == 0:
+        raise ToolError("no_match", f"old_text does not occur in {arguments['path']}")
+    if count > 1 and not arguments.get("replace_all", False):
+        raise ToolError("ambiguous_match", f"old_text matches {count} times; add context")
+    replace_file(target, text.replace(old, new) if count > 1 else text.replace(old, new, 1))
+    return f"Replaced {count} occurrence(s) in {arguments['path']}"
+
+
+def visible_files(base: Path, pattern: str) -> Iterator[Path]:
+    """Paths under `base` matching `pattern`, inside the workspace, outside SKIP_DIRS."""
+    try:
+        matches = sorted(base.glob(pattern)) if base.is_dir() else [base]
+    except ValueError as error:  # an absolute or empty pattern
+        raise ToolError("invalid_arguments", f"pattern: {error}") from error
+    for path in matches:
+        relative = path.relative_to(WORKSPACE) if path.is_relative_to(WORKSPACE) else None
+        if relative is None or SKIP_DIRS & set(relative.parts):
+            continue
+        if path.resolve().is_relative_to(WORKSPACE):  # a symlink out is not followed
+            yield path
+
+
+@tool(
+    "glob",
+    "Find files by glob pattern (like **/*.py), relative to `path` (default: the project).",
+    {"pattern": {"type": "string"}, "path": {"type": "string"}},
+    ["pattern"],
+)
+def glob_files(arguments: dict[str, Any]) -> str:
+    base = inside(arguments.get("path", "."))
+    found = [p.relative_to(WORKSPACE).as_posix() for p in visible_files(base, arguments["pattern"])]
+    more = (
+        f"\n[{len(found) - MAX_GLOB_RESULTS} more not shown]"
+        if len(found) > MAX_GLOB_RESULTS
+        else ""
+    )
+    return "\n".join(found[:MAX_GLOB_RESULTS]) + more if found else "No files match."
+
+
+@tool(
+    "grep",
+    "Search file contents with a Python regex; prints path:line:text.",
+    {"pattern": {"type": "string"}, "path": {"type": "string"}, "glob": {"type": "string"}},
+    ["pattern"],
+)
+def grep(arguments: dict[str, Any]) -> str:
+    try:
+        regex = re.compile(arguments["pattern"])
+    except re.error as error:
+        raise ToolError("invalid_regex", f"pattern: {error}") from error
+    matches: list[str] = []
+    for path in visible_files(inside(arguments.get("path", ".")), arguments.get("glob", "**/*")):
+        if len(matches) >= MAX_GREP_MATCHES or not path.is_file():
+            continue
+        data = path.read_bytes()
+        if b"\0" in data[:8192]:
+            continue  # binary
+        for number, line in enumerate(data.decode(errors="replace").splitlines(), start=1):
+            if regex.search(line) and len(matches) < MAX_GREP_MATCHES:
+                matches.append(f"{path.relative_to(WORKSPACE).as_posix()}:{number}:{line[:300]}")
+    return "\n".join(matches) or "No matches."
+
+
+TODO_ITEM = {
+    "type": "object",
+    "properties": {"content": {"type": "string"}, "status": {"enum": list(TODO_STATUSES)}},
+    "required": ["content", "status"],
+}
+
+
+@tool(
+    "todo_write",
+    "Write your plan for the current task as a checklist. Send the COMPLETE list every "
+    "time: it replaces the previous plan. Use it for work with three or more steps; keep "
+    "exactly one item in_progress while you work and mark items completed as soon as they "
+    f"are done. At most {MAX_TODO_ITEMS} items.",
+    {"todos": {"type": "array", "items": TODO_ITEM}},
+    ["todos"],
+)
+def todo_write(arguments: dict[str, Any]) -> str:
+    """Check the whole snapshot first; an invalid one changes nothing."""
+    items = arguments["todos"]
+    if len(items) > MAX_TODO_ITEMS:
+        raise ToolError("invalid_arguments", f"a plan holds at most {MAX_TODO_ITEMS} items")
+    for item in items:
+        if not isinstance(item, dict) or item.get("status") not in TODO_STATUSES:
+            raise ToolError("invalid_arguments", f"each item needs a status in {TODO_STATUSES}")
+        content = item.get("content")
+        if not isinstance(content, str) or not 0 < len(content.strip()) <= MAX_TODO_CONTENT_CHARS:
+            raise ToolError(
+                "invalid_arguments", f"content must be 1-{MAX_TODO_CONTENT_CHARS} chars"
+            )
+    if sum(item["status"] == "in_progress" for item in items) > 1:
+        raise ToolError("invalid_arguments", "at most one item may be in_progress")
+    PLAN[:] = [{"content": item["content"].strip(), "status": item["status"]} for item in items]
+    marks = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+    plan = "\n".join(f"{marks[item['status']]} {item['content']}" for item in PLAN)
+    print(f"Plan:\n{plan or '(cleared)'}", file=sys.stderr)
+    done = sum(item["status"] == "completed" for item in PLAN)
+    return f"Plan updated ({done}/{len(PLAN)} completed):\n{plan}" if PLAN else "Plan cleared."
+
+
+def check_arguments(spec: dict[str, Any], arguments: object) -> dict[str, Any]:
+    """The arguments, if they are an object with every required key and the declared types."""
+    if not isinstance(arguments, dict):
+        raise ToolError("invalid_arguments", "the arguments must be a JSON object")
+    parameters = spec["function"]["parameters"]
+    for key in parameters["required"]:
+        if key not in arguments:
+            raise ToolError("invalid_arguments", f"{key}: Field required")
+    for key, value in arguments.items():
+        declared = parameters["properties"].get(key)
+        if declared is None:
+            raise ToolError("invalid_arguments", f"{key}: unexpected argument")
+        expected = JSON_TYPES.get(declared["type"], object)
+        if not isinstance(value, expected) or (isinstance(value, bool) and expected is int):
+            raise ToolError("invalid_arguments", f"{key}: expected {declared['type']}")
+    return arguments
+
+
+def hard_boundary(name: str, arguments: dict[str, Any]) -> str | None:
+    """Why this write is denied whatever the mode, rules or user say; None if it is not."""
+    if EFFECTS.get(name) != "write":
+        return None
+    try:
+        target = inside(arguments["path"])
+    except ToolError as error:  # outside the workspace, or the path cannot be examined
+        return str(error)
+    # The agent must never rewrite git's hooks or its own settings; compared by real path.
+    if ".git" in target.parts or target.is_relative_to(CONFIG_FILE.parent.resolve()):
+        return f"{arguments['path']} is in .git/ or .agent_tutorial/, where no write is allowed"
+    return None
+
+
+def subject(arguments: dict[str, Any]) -> str:
+    """What a rule's pattern is searched in: the bash command, or the path."""
+    return str(arguments.get("command", arguments.get("path", "")))
+
+
+def rule_decision(name: str, arguments: dict[str, Any]) -> str | None:
+    """The strictest of the user's `[[permissions.rules]]` that match this call, or None."""
+    found = []
+    for rule in CONFIG.get("permissions", {}).get("rules", []):
+        if rule.get("tool", "*") not in (name, "*") or not re.search(
+            rule["pattern"], subject(arguments)
+        ):
+            continue
+        if rule["behavior"] == "allow" and name == "bash" and CHAINING.search(subject(arguments)):
+            continue  # `^git status` must not allow `git status; rm -rf ~`
+        found.append(rule["behavior"])
+    return max(found, key=STRICTNESS.index) if found else None
+
+
+def decide(name: str, arguments: dict[str, Any]) -> tuple[str, str]:
+    """allow, ask or deny, and why: hard boundaries, then your rules, then the mode's default."""
+    boundary = hard_boundary(name, arguments)
+    if boundary is not None:
+        return "deny", f"boundary: {boundary}"
+    ruled = rule_decision(name, arguments)
+    if ruled is not None:
+        return ruled, f"{ruled} by a rule in {CONFIG_FILE.name}"
+    mode, effect = CONFIG["permission_mode"], EFFECTS.get(name, "read")
+    return MODE_DEFAULTS[mode][effect], f"{effect} tools need approval in permission mode {mode!r}"
+
+
+def ask_user(name: str, arguments: dict[str, Any], reason: str) -> tuple[str, str]:
+    """The user's answer on the terminal; without a terminal, ask means deny."""
+    if not sys.stdin.isatty():
+        mode = "accept-edits" if EFFECTS.get(name) == "write" else "auto"
+        return "deny", (
+            f"no terminal: {name} needs the user's approval ({reason}), but there is no "
+            f"terminal to ask on, so it was denied. The user must re-run with "
+            f"--permission-mode {mode} (or add an allow rule) to permit it."
+        )
+    print(f"{name} wants to run: {subject(arguments)}\nAllow? [y/N] ", end="", file=sys.stderr)
+    yes = sys.stdin.readline().strip().lower() in ("y", "yes")
+    return ("allow", "the user said yes") if yes else ("deny", "the user said no")
+
+
+def matcher_regex(hook: dict[str, Any]) -> str:
+    """A hook's matcher must match the whole tool name; "*" or none matches every tool."""
+    matcher = str(hook.get("matcher", "*"))
+    return ".*" if matcher == "*" else matcher
+
+
+def run_pre_tool_hooks(name: str, arguments: dict[str, Any]) -> None:
+    """Run each `[[hooks.PreToolUse]]` command whose matcher fits the tool. The hook reads the
+    call as JSON on stdin; exit 0 lets it go on, exit 2 blocks it (stderr is the reason)."""
+    event: dict[str, Any] = {"event": "PreToolUse", "workspace": str(WORKSPACE)}
+    event |= {"tool_name": name, "tool_input": arguments}
+    for hook in CONFIG.get("hooks", {}).get("PreToolUse", []):
+        if not re.fullmatch(matcher_regex(hook), name):
+            continue
+        try:
+            done = subprocess.run(
+                ["bash", "-c", hook["command"]],
+                input=json.dumps(event),
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=hook.get("timeout_s", HOOK_TIMEOUT_S),
+            )
+        except subprocess.TimeoutExpired as error:
+            raise ToolError(
+                "hook_execution_error", f"the hook ran over {error.timeout} s"
+            ) from error
+        reason = done.stderr.strip()[:2_000]
+        print(f"⚓ PreToolUse {hook['command'][:60]} → exit {done.returncode}", file=sys.stderr)
+        if done.returncode == 2:
+            raise ToolError("hook_blocked", f"blocked by a PreToolUse hook: {reason}")
+        if done.returncode != 0:  # a broken hook never lets a call through
+            raise ToolError("hook_execution_error", f"exit {done.returncode}: {reason}")
+
+
+def authorize(name: str, arguments: dict[str, Any]) -> None:
+    """Let the call run, or raise `permission_denied` with the reason the model will read."""
+    decision, reason = decide(name, arguments)
+    if decision == "ask":
+        decision, reason = ask_user(name, arguments, reason)
+    if decision != "allow":
+        print(f"⚖ deny {name} {subject(arguments)[:80]}  ({reason})", file=sys.stderr)
+        raise ToolError("permission_denied", reason)
+
+
+def call_tool(name: str, arguments: str, tools: Tools) -> str:
+    """The tool's result text; a bad call becomes an error the model can read, never a crash."""
+    if name not in tools:
+        return f"Error [unknown_tool]: no tool named {name!r}; available: {', '.join(tools)}"
+    spec, handler = tools[name]
+    try:
+        parsed = json.loads(arguments or "{}")
+    except json.JSONDecodeError as error:
+        return f"Error [invalid_json]: {error}"
+    try:
+        checked = check_arguments(spec, parsed)
+        run_pre_tool_hooks(name, checked)  # your code first; it can only add a "no"
+        authorize(name, checked)
+        return handler(checked)
+    except ToolError as error:
+        return f"Error [{error.code}]: {error}"
+    except OSError as error:  # missing file, permission denied, disk full, ...
+        return f"Error [io_error]: {error}"
+
+
+def ask_model(client: openai.OpenAI, model: str, messages: list[Message], tools: Tools) -> Message:
+    """One request; returns the assistant message as it goes into the history."""
+    request: dict[str, Any] = {"model": model, "messages": messages}
+    # Send tool_choice with the tools (some servers hide tools without it) and an output cap.
+    specs = [spec for spec, _ in tools.values()]
+    request |= {"tools": specs, "tool_choice": "auto", "max_tokens": MAX_OUTPUT_TOKENS}
+    response: ChatCompletion = client.chat.completions.create(**request)
+    choice = response.choices[0]
+    if choice.finish_reason == "length":
+        raise AgentError(f"the reply was cut off at the {MAX_OUTPUT_TOKENS}-token output cap")
+    # An assistant message that only calls tools goes back with "" as its text, not null.
+    message: Message = {"role": "assistant", "content": choice.message.content or ""}
+    calls = choice.message.tool_calls or []
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.function.name, "arguments": call.function.arguments},
+            }
+            for call in calls
+            if call.type == "function"
+        ]
+    return message
+
+
+def system_reminder(text: str) -> Message:
+    """Guidance from the agent, not the user: one user turn in <system-reminder> tags, since
+    many servers accept only one system message, and only first."""
+    return {"role": "user", "content": f"<system-reminder>\n{text}\n</system-reminder>"}
+
+
+def tool_rounds_since_plan_update(history: list[Message]) -> int:
+    """Tool rounds at the end of the history with no todo_write among them; counted from the
+    history every time, so there is no counter to keep right."""
+    rounds = 0
+    for message in reversed(history):
+        if message["role"] == "tool":
+            continue
+        if message["role"] != "assistant" or "tool_calls" not in message:
+            break
+        if any(call["function"]["name"] == "todo_write" for call in message["tool_calls"]):
+            break
+        rounds += 1
+    return rounds
+
+
+def plan_reminder(history: list[Message]) -> list[Message]:
+    """The request-only reminder after three tool rounds without todo_write (or none)."""
+    rounds = tool_rounds_since_plan_update(history)
+    if rounds < REMINDER_AFTER_TOOL_ROUNDS:
+        return []
+    advice = (
+        "use todo_write to mark finished items completed and the current one in_progress"
+        if PLAN
+        else "if this task has several steps, use todo_write to write a plan"
+    )
+    return [
+        system_reminder(
+            f"Reminder: you have made {rounds} tool rounds without updating your plan; "
+            f"{advice}. Do not mention this reminder to the user."
+        )
+    ]
+
+
+def run_agent(client: openai.OpenAI, model: str, prompt: str, tools: Tools = TOOLS) -> str:
+    """The loop: every tool call is answered by one tool message before the next request."""
+    system = {"role": "system", "content": SYSTEM_PROMPT.format(workspace=Path.cwd())}
+    history: list[Message] = [{"role": "user", "content": prompt}]
+    for _ in range(MAX_TURNS):
+        # The reminder goes last in this one request and never into the history.
+        reminder = plan_reminder(history) if "todo_write" in tools else []
+        reply = ask_model(client, model, [system, *history, *reminder], tools)
+        history.append(reply)
+        if "tool_calls" not in reply:
+            return str(reply["content"])
+        for call in reply["tool_calls"]:
+            name, arguments = call["function"]["name"], call["function"]["arguments"]
+            result = call_tool(name, arguments, tools)
+            print(f"• {name} {arguments[:80]}  ({len(result)} chars)", file=sys.stderr)
+            history.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    raise AgentError(f"the model did not finish within {MAX_TURNS} turns")
+
+
+def load_config(mode: str | None) -> None:
+    """Read `.agent_tutorial/config.toml` (rules, hooks); `--permission-mode` beats its mode."""
+    if CONFIG_FILE.is_file():
+        try:
+            CONFIG.update(tomllib.loads(CONFIG_FILE.read_text()))
+        except (OSError, tomllib.TOMLDecodeError) as error:
+            raise AgentError(f"cannot read {CONFIG_FILE}: {error}") from error
+    CONFIG["permission_mode"] = mode or CONFIG.get("permission_mode", "ask")
+    if CONFIG["permission_mode"] not in MODE_DEFAULTS:
+        raise AgentError(f"permission_mode must be one of {list(MODE_DEFAULTS)}")
+    for hook in CONFIG.get("hooks", {}).get("PreToolUse", []):
+        if not isinstance(hook.get("command"), str):
+            raise AgentError(f"a PreToolUse hook needs a command: {hook}")
+        try:
+            re.compile(matcher_regex(hook))
+        except re.error as error:
+            raise AgentError(f"bad hook matcher {hook['matcher']!r}: {error}") from error
+    for rule in CONFIG.get("permissions", {}).get("rules", []):
+        if rule.get("behavior") not in STRICTNESS or not isinstance(rule.get("pattern"), str):
+            raise AgentError(f"a permission rule needs a pattern and allow/ask/deny: {rule}")
+        try:
+            re.compile(rule["pattern"])
+        except re.error as error:
+            raise AgentError(f"bad rule pattern {rule['pattern']!r}: {error}") from error
+
+
+def add_task_tool(client: openai.OpenAI, model: str) -> None:
+    """The task tool: a fresh agent loop with its own history, the same model, permissions and
+    hooks, and every tool but task (no helpers of its own) and todo_write (the parent's plan)."""
+
+    @tool(
+        "task",
+        "Hand a self-contained job (research across many files, a focused change) to a "
+        "subagent with a fresh context and your tools except task and todo_write. It cannot "
+        "see this conversation, so the prompt must say everything it needs. Only its final "
+        "answer comes back to you.",
+        {"description": {"type": "string"}, "prompt": {"type": "string"}},
+        ["description", "prompt"],
+    )
+    def task(arguments: dict[str, Any]) -> str:
+        child_tools = {name: t for name, t in TOOLS.items() if name not in ("task", "todo_write")}
+        print(f"↳ subagent: {arguments['description']}", file=sys.stderr)
+        try:
+            answer = run_agent(client, model, arguments["prompt"], child_tools)
+        except (AgentError, openai.APIError) as error:
+            raise ToolError("subagent_failed", f"the subagent stopped: {error}") from error
+        return answer or "(the subagent finished without a final answer)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Chapter 6 lesson: subagents.")
+    parser.add_argument("-p", "--prompt", required=True, help="what to ask the agent")
+    parser.add_argument("--permission-mode", choices=list(MODE_DEFAULTS))
+    parser.add_argument("-y", "--yes", action="store_const", const="auto", dest="permission_mode")
+    options = parser.parse_args(argv)
+    model = os.environ.get("AGENT_TUTORIAL_MODEL") or os.environ.get("OPENAI_MODEL")
+    base_url = os.environ.get("OPENAI_BASE_URL")
+    api_key = os.environ.get("OPENAI_API_KEY")
+    if not model:
+        print("error: no model: set OPENAI_MODEL (or AGENT_TUTORIAL_MODEL)", file=sys.stderr)
+        return 2
+    if not base_url and not api_key:
+        print("error: no endpoint: set OPENAI_BASE_URL and OPENAI_API_KEY", file=sys.stderr)
+        return 2
+    client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed")
+    try:
+        load_config(options.permission_mode)
+        add_task_tool(client, model)
+        print(run_agent(client, model, options.prompt))
+    except openai.APIError as error:  # the endpoint's error, one line, no traceback
+        print(f"error: the model request failed: {error}", file=sys.stderr)
+        return 1
+    except AgentError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
 
 if __name__ == "__main__":
-    run_chapter(6)
+    sys.exit(main())
