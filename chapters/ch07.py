@@ -26,7 +26,7 @@ Message = dict[str, Any]  # one chat message in the wire shape the endpoint rece
 Handler = Callable[[dict[str, Any]], str]  # a tool: checked arguments in, result text out
 Tools = dict[str, tuple[dict[str, Any], Handler]]  # name -> (spec for the model, handler)
 
-MAX_TURNS = 50  # model requests per prompt before the loop gives up
+MAX_TURNS = 100  # model requests per prompt before the loop gives up (the package default)
 MAX_OUTPUT_TOKENS = 8_192  # every request carries an output cap
 BASH_TIMEOUT_S = 120
 OUTPUT_KEEP_CHARS = 20_000  # bash keeps this much from the start and from the end
