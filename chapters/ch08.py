@@ -92,6 +92,7 @@ CONTINUE_AFTER_SUMMARY = (
     "[The conversation so far was compacted into the summary above. Continue with the current "
     "goal; re-read files or re-run commands if you need their full output.]"
 )
+FENCE = re.compile(r"\s*```(?:json)?[ \t]*\n(?P<body>.*)\n[ \t]*```\s*", re.DOTALL | re.IGNORECASE)
 OVERFLOW = re.compile(  # how providers say "too long"; the package knows a few more
     r"context_length_exceeded|maximum context length|exceeds? the context window"
     r"|exceeds? the available context size|prompt is too long|context length of only",
@@ -698,7 +699,9 @@ def summarize(client: openai.OpenAI, model: str, messages: list[Message]) -> dic
     choice = response.choices[0]
     if choice.finish_reason != "stop" or choice.message.tool_calls:
         raise ValueError(f"the summary reply ended with {choice.finish_reason!r}")
-    data = json.loads(choice.message.content or "")
+    text = choice.message.content or ""
+    fenced = FENCE.fullmatch(text)  # small models add one fence despite the prompt
+    data = json.loads(fenced["body"] if fenced and "```" not in fenced["body"] else text)
     if not isinstance(data, dict) or sorted(data) != sorted(SUMMARY_FIELDS):
         raise ValueError(f"the summary reply must have exactly the keys {list(SUMMARY_FIELDS)}")
     if not isinstance(data["current_goal"], str) or not data["current_goal"].strip():

@@ -7,7 +7,6 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 
@@ -20,41 +19,38 @@ from agent_tutorial.features.compaction import (
     SUMMARY_SYSTEM_PROMPT,
 )
 from tests.conftest import CliRun
+from tests.contracts import (
+    ANY_PATH,
+    ARTIFACTS,
+    CIRCUIT_OPENING_KINDS,
+    LARGE_READ_COUNT,
+    SUMMARY,
+    THIRD_BAD_SUMMARY,
+    Body,
+    artifact_files,
+    artifact_id,
+    overflow,
+    persisted_block,
+    queue_large_reads,
+    queue_three_failed_summaries,
+    read_call,
+    request_kinds,
+    summary_reply,
+    tool_contents,
+    wire_summary,
+    write_text_file,
+)
 from tests.loopback import (
     LoopbackServer,
     Reply,
     conversation,
-    error_reply,
     text_stream,
     tool_stream,
 )
 from tests.test_error_classification import OVERFLOW_REPLIES
 
 RunCli = Callable[..., CliRun]
-Body = dict[str, Any]
-
 REPO = Path(__file__).resolve().parents[1]
-ARTIFACTS = Path(".agent_tutorial/artifacts")
-SUMMARY = {
-    "current_goal": "Read the project files and report on them.",
-    "key_findings": ["The files hold numbered filler lines."],
-    "files_read_or_changed": ["big.txt"],
-    "remaining_work": ["Write the report."],
-    "user_constraints": ["Do not change any file."],
-}
-LARGE_READ_COUNT = 3
-"""Reads of about 20 KB: three of them exceed the 50,000-byte summary threshold."""
-
-
-# --- the workspace and the expected tool output ------------------------------------------
-
-
-def write_text_file(workspace: Path, name: str, size: int) -> str:
-    """An ASCII file of `size` bytes (rounded down to whole 100-byte lines, each naming the
-    file and its number); returns its name."""
-    lines = [f"{name} {number:05d} ".ljust(99, "x") + "\n" for number in range(size // 100)]
-    (workspace / name).write_text("".join(lines))
-    return name
 
 
 def read_file_output(workspace: Path, path: str) -> str:
@@ -66,66 +62,10 @@ def read_file_output(workspace: Path, path: str) -> str:
     return result.content
 
 
-def read_call(call_id: str, path: str) -> Reply:
-    return tool_stream([(call_id, "read_file", {"path": path})])
-
-
-def summary_reply(summary: dict[str, Any] | None = None) -> Reply:
-    return text_stream(json.dumps(summary or SUMMARY))
-
-
-# --- what the loopback server saw --------------------------------------------------------
-
-
-def is_summary_request(body: Body) -> bool:
-    return not body.get("tools") and body["messages"][0]["content"].startswith(
-        SUMMARY_SYSTEM_PROMPT
-    )
-
-
-def wire_summary(body: Body) -> dict[str, Any]:
-    """The summary a request carries: on the wire it is merged into the one leading system
-    message, as its last paragraph."""
-    system = body["messages"][0]
-    assert system["role"] == "system"
-    return cast(dict[str, Any], json.loads(system["content"].rpartition("\n\n")[2]))
-
-
-def request_kinds(loopback: LoopbackServer) -> list[str]:
-    return ["summary" if is_summary_request(body) else "agent" for body in loopback.requests]
-
-
-def tool_contents(body: Body) -> dict[str, str]:
-    return {m["tool_call_id"]: m["content"] for m in body["messages"] if m["role"] == "tool"}
-
-
-def artifact_files(workspace: Path, kind: str) -> list[Path]:
-    return sorted((workspace / ARTIFACTS).glob(f"{kind}-*"))
-
-
-def artifact_id(path: Path) -> str:
-    """`tool-result-<id>.txt` or `transcript-<id>.jsonl` → `<id>`."""
-    return path.stem.removeprefix("tool-result-").removeprefix("transcript-")
-
-
 def session_messages(workspace: Path) -> list[Body]:
     (session,) = (workspace / ".agent_tutorial" / "sessions").glob("*.jsonl")
     records = [json.loads(line) for line in session.read_text().splitlines()]
     return [record["message"] for record in records if record["type"] == "message"]
-
-
-def persisted_block(relative_path: str, full: str) -> str:
-    """The exact message layer 1 leaves for an ASCII result (bytes and characters agree)."""
-    return (
-        "<persisted-tool-result>\n"
-        f"path: {relative_path}\n"
-        f"original_bytes: {len(full.encode())}\n"
-        "head_preview:\n"
-        f"{full[:2_000]}\n"
-        "tail_preview:\n"
-        f"{full[-2_000:]}\n"
-        "</persisted-tool-result>"
-    )
 
 
 def run_chapter_8(run_cli: RunCli, *extra: str) -> CliRun:
@@ -235,24 +175,6 @@ def test_after_five_reads_the_first_two_results_are_cleared(
 # --- layer 4: summary --------------------------------------------------------------------
 
 
-def queue_large_reads(loopback: LoopbackServer, workspace: Path, count: int) -> None:
-    path = write_text_file(workspace, "large.txt", 20_000)
-    loopback.queue(*(read_call(f"large-{n}", path) for n in range(1, count + 1)))
-
-
-class _AnyPath:
-    """Equal to any artifacts-relative transcript path (the id is random)."""
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, str) and other.startswith(f"{ARTIFACTS.as_posix()}/transcript-")
-
-    def __repr__(self) -> str:
-        return "<a transcript path>"
-
-
-ANY_PATH = _AnyPath()
-
-
 def test_three_large_reads_trigger_one_tool_free_summary_request(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
@@ -322,11 +244,6 @@ def test_json_usage_counts_the_summary_request_too(
 # --- reactive recovery -------------------------------------------------------------------
 
 
-def overflow(provider: str) -> Reply:
-    status, body = OVERFLOW_REPLIES[provider]
-    return error_reply(status, body)
-
-
 @pytest.mark.parametrize("provider", sorted(OVERFLOW_REPLIES))
 def test_overflow_is_compacted_and_retried_once(
     run_cli: RunCli, loopback: LoopbackServer, provider: str
@@ -375,25 +292,6 @@ def test_overflow_is_recovered_even_when_the_summary_request_overflows_too(
 
 
 # --- the circuit breaker -----------------------------------------------------------------
-
-MISSING_KEY = {name: value for name, value in SUMMARY.items() if name != "user_constraints"}
-THIRD_BAD_SUMMARY: dict[str, Callable[[], Reply]] = {
-    "length": lambda: text_stream(json.dumps(SUMMARY), finish_reason="length"),
-    "tool-calls": lambda: tool_stream([("summary-call", "read_file", {"path": "large.txt"})]),
-}
-CIRCUIT_OPENING_KINDS = ["agent"] * 3 + ["summary", "agent"] * 3
-"""Reads 3, 4 and 5 each leave the history over the threshold and get one summary attempt."""
-
-
-def queue_three_failed_summaries(loopback: LoopbackServer, workspace: Path, third: str) -> str:
-    """Six ~20 KB reads; the summaries after reads 3, 4 and 5 fail (not JSON, a key missing,
-    then `third`), so the request after read 6 gets no attempt. Returns the file read."""
-    path = write_text_file(workspace, "large.txt", 20_000)
-    loopback.queue(*(read_call(f"large-{n}", path) for n in range(1, 4)))
-    bad = [text_stream("Here is my summary of the work."), summary_reply(MISSING_KEY)]
-    for n, reply in enumerate([*bad, THIRD_BAD_SUMMARY[third]()], start=4):
-        loopback.queue(reply, read_call(f"large-{n}", path))
-    return path
 
 
 @pytest.mark.parametrize("third", sorted(THIRD_BAD_SUMMARY))

@@ -22,7 +22,13 @@ from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
 from agent_tutorial.profiles import P03
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 from tests.conftest import CliRun
-from tests.loopback import LoopbackServer, reminder_text, system_notes, text_stream, tool_stream
+from tests.contracts import (
+    assert_child_starts_fresh,
+    assert_plan_reminder_only_in_the_fourth_request,
+    tool_names,
+    tool_reply_for,
+)
+from tests.loopback import LoopbackServer, system_notes, text_stream, tool_stream
 
 RunCli = Callable[..., CliRun]
 
@@ -30,20 +36,8 @@ RunCli = Callable[..., CliRun]
 # --- helpers -----------------------------------------------------------------------------
 
 
-def tool_reply_for(loopback: LoopbackServer, request_index: int, call_id: str) -> str:
-    """The content of the tool message answering `call_id` in one recorded request."""
-    messages = loopback.requests[request_index]["messages"]
-    replies = [m["content"] for m in messages if m.get("tool_call_id") == call_id]
-    assert len(replies) == 1, messages
-    return str(replies[0])
-
-
 def system_texts(body: dict[str, Any]) -> list[str]:
     return system_notes(body)
-
-
-def tool_names(body: dict[str, Any]) -> list[str]:
-    return [tool["function"]["name"] for tool in body["tools"]]
 
 
 def assert_every_request_paired(loopback: LoopbackServer) -> None:
@@ -369,10 +363,6 @@ def test_ch4_broken_hook_is_a_hook_execution_error_and_the_run_finishes(
 PLAN = {"todos": [{"content": "Look around", "status": "in_progress"}]}
 
 
-def reminders(body: dict[str, Any]) -> list[str]:
-    return [text for text in system_texts(body) if text.startswith("Reminder:")]
-
-
 def test_ch5_reminder_comes_after_three_tool_rounds_only_in_that_request(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
@@ -387,16 +377,7 @@ def test_ch5_reminder_comes_after_three_tool_rounds_only_in_that_request(
     result = run_cli("run", "--chapter", "5", "--prompt", "look around")
 
     assert result.exit_code == 0, result.stderr
-    requests = loopback.requests
-    assert len(requests) == 6
-    assert [len(reminders(body)) for body in requests] == [0, 0, 0, 1, 0, 0]
-    fourth = requests[3]["messages"]
-    assert "todo_write" in str(reminder_text(fourth[-1]))
-    # Later requests extend the fourth's canonical part; the reminder is not in them.
-    fifth = requests[4]["messages"]
-    assert fifth[: len(fourth) - 1] == fourth[:-1]
-    for body in requests[4:]:
-        assert not any("Reminder:" in str(m["content"]) for m in body["messages"])
+    assert_plan_reminder_only_in_the_fourth_request(loopback.requests)
     assert_every_request_paired(loopback)
 
 
@@ -435,13 +416,9 @@ def test_ch6_child_starts_fresh_and_the_parent_receives_its_answer(
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "The helper found one Python file."
     parent_first, child_first, child_second, parent_last = loopback.requests
-    assert [m["role"] for m in child_first["messages"]] == ["system", "user"]
-    assert child_first["messages"][1]["content"] == CHILD_PROMPT
-    for body in (child_first, child_second):
-        assert "PARENT-SECRET" not in str(body["messages"])
-        assert "task" not in tool_names(body)
-        assert "todo_write" not in tool_names(body)
-    assert "task" in tool_names(parent_first)
+    assert_child_starts_fresh(
+        parent_first, [child_first, child_second], CHILD_PROMPT, "PARENT-SECRET"
+    )
     assert "a.py" in tool_reply_for(loopback, 2, "child-g1")
     assert "PARENT-SECRET" in str(parent_last["messages"])
     assert tool_reply_for(loopback, 3, "task1") == "There is 1 Python file: a.py."

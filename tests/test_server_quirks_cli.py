@@ -9,22 +9,12 @@ from typing import Any
 
 from agent_tutorial.features.compaction import SUMMARY_SYSTEM_PROMPT
 from tests.conftest import CliRun
+from tests.contracts import SUMMARY, assert_every_request_fits_strict_servers, wire_summary
 from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
 from tests.loopback_quirks import LLAMA_CPP_PYTHON, Quirks
-from tests.test_chapter8_cli import SUMMARY, wire_summary
 from tests.test_error_classification import OVERFLOW_REPLIES
 
 RunCli = Any
-
-
-def assert_every_request_fits_strict_servers(loopback: LoopbackServer) -> None:
-    """Issue 9's wire rules, over every request the session sent."""
-    assert not loopback.refused
-    for body in loopback.requests:
-        assert isinstance(body.get("max_tokens"), int)
-        assert all(message["role"] != "system" for message in body["messages"][1:])
-        assert all(message.get("content") is not None for message in body["messages"])
-        assert body.get("tool_choice") == ("auto" if body.get("tools") else None)
 
 
 def llama_cpp_python_reading_notes(loopback: LoopbackServer, workspace: Path) -> None:
