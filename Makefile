@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint demo bench clean
+.PHONY: install test lint demo bench clean lesson-diff
 
 install: $(STAMP)
 
@@ -32,6 +32,13 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_long_session.py
 	$(BIN)/python benchmarks/bench_toolbar.py
 	$(BIN)/agent-tutorial bench --turns 300 --seed 591 --context-window 128000
+
+# What a chapter adds, as code: `make lesson-diff A=3 B=4` (B defaults to A + 1). diff exits 1
+# when the files differ, which is the point here; only a real failure (2) fails the target.
+A ?= 1
+B ?= $(shell expr $(A) + 1)
+lesson-diff:
+	@diff -u chapters/ch$$(printf %02d $(A)).py chapters/ch$$(printf %02d $(B)).py; test $$? -le 1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -645,9 +645,3 @@ def main() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush stays quiet
         sys.exit(EXIT_OK)
-
-
-def run_chapter(chapter: int, argv: list[str] | None = None) -> None:
-    """The fixed entry `python chapters/chNN.py ARGS` = `agent-tutorial run -c NN ARGS`."""
-    args = sys.argv[1:] if argv is None else argv
-    app(["run", "--chapter", str(chapter), *args])

@@ -790,7 +790,7 @@ def build_request(
     base = prepare(client, model, history, state)
     extra = plan_reminder(history) if "todo_write" in tools else []
     if state["summary"] and not any(message["role"] == "user" for message in base):
-        extra.insert(0, {"role": "user", "content": CONTINUE_AFTER_SUMMARY})  # servers want one
+        extra.append({"role": "user", "content": CONTINUE_AFTER_SUMMARY})  # servers want one
     return [*with_system(system_prompt(), base), *extra]
 
 
