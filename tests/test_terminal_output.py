@@ -125,3 +125,22 @@ def test_an_approval_panel_shows_a_long_command_whole_at_80_columns(
     assert "word39 && rm -rf" in shown
     terminal.enter("n")
     terminal.wait_for_prompt()
+
+
+def test_an_answer_taller_than_the_terminal_shows_every_paragraph_once(
+    make_terminal: MakeTerminal, loopback: LoopbackServer
+) -> None:
+    paragraphs = [
+        f"Paragraph {n} says something moderately long about item {n} and ends with end{n}."
+        for n in range(1, 41)
+    ]
+    loopback.queue(text_stream("\n\n".join(paragraphs), pieces=40))
+    terminal = make_terminal("run", "--chapter", "2", columns=60, lines=20)
+    terminal.wait_for_prompt()
+    terminal.enter("a long one")
+    terminal.wait_for_text("end40.")
+    terminal.wait_for_prompt()
+
+    shown = terminal.flat_text()
+
+    assert [shown.count(paragraph) for paragraph in paragraphs] == [1] * 40
