@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from agent_tutorial.features.compaction import CompactionStrategy
     from agent_tutorial.headless import ResultSubtype, RunReport
     from agent_tutorial.repl import Repl
+    from agent_tutorial.resuming import ResumeChoice
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130  # 128 + SIGINT
 
@@ -78,7 +79,15 @@ class CompactionOption(StrEnum):
 
 
 ChapterOption = Annotated[
-    int, typer.Option("--chapter", "-c", min=1, max=8, help="Chapter profile 1–8.")
+    int | None,
+    typer.Option(
+        "--chapter",
+        "-c",
+        min=1,
+        max=8,
+        help="Chapter profile 1–8 (default 8, or a resumed session's own chapter).",
+        show_default=False,
+    ),
 ]
 
 
@@ -99,7 +108,7 @@ class RunFailed(Exception):
 
 @app.command()
 def run(
-    chapter: ChapterOption = 8,
+    chapter: ChapterOption = None,
     prompt: Annotated[
         str | None,
         typer.Option(
@@ -171,7 +180,7 @@ def run(
         _run(options, report, out, err)
     except RunFailed as failure:
         _print_error(err, str(failure))
-        report.finish(RunOutcome(failure.subtype, error=str(failure)), chapter=chapter)
+        report.finish(RunOutcome(failure.subtype, error=str(failure)), chapter=chapter or 8)
         raise typer.Exit(failure.exit_code) from None
 
 
@@ -179,7 +188,8 @@ class RunOptions(NamedTuple):
     """The `run` command's flags, as the steps below need them. (A NamedTuple: it costs
     less to define than a dataclass, and this module is on every command's start-up path.)"""
 
-    chapter: int
+    chapter: int | None
+    """None unless --chapter was given: then 8, or a resumed session's own chapter."""
     prompt: str | None
     flags: Mapping[str, object]
     output_format: OutputFormat
@@ -206,7 +216,10 @@ def _run(options: RunOptions, report: "RunReport", out: "Console", err: "Console
 
         become_subreaper()
     workspace = Path.cwd().resolve()
-    settings = _with_probed_window(_settings_or_exit(workspace, options.flags), options.chapter)
+    settings = _settings_or_exit(workspace, options.flags)
+    resume = _resume_choice(workspace, options.resume_latest, options.resume_id, err)
+    chapter = _chapter_or_note(resume, options.chapter, err)
+    settings = _with_probed_window(settings, chapter)
     if options.compaction is not None:
         strategy = replace(settings.compaction, strategy=options.compaction)
         settings = settings.model_copy(update={"compaction": strategy})
@@ -221,15 +234,16 @@ def _run(options: RunOptions, report: "RunReport", out: "Console", err: "Console
         markdown=interactive,
     )
     setup = ConversationSetup(
-        profile=profile_for_chapter(options.chapter),
+        profile=profile_for_chapter(chapter),
         settings=settings,
         workspace=workspace,
-        model=_model_for(settings, workspace, options.chapter),
+        model=_model_for(settings, workspace, chapter),
         approver=TerminalApprover(err) if _stdin_is_terminal() and err.is_terminal else None,
         sinks=report.sinks(renderer),
     )
-    resume = _resume_path(workspace, options.resume_latest, options.resume_id)
-    conversation = _open_or_exit(setup, resume)
+    conversation = _open_or_exit(setup, None if resume is None else resume.path)
+    if resume is not None:
+        err.print(resume.resumed_line(), style="dim", highlight=False)
     window = conversation.agent.context_meter.window
     report.summary.context_window_tokens = None if window is None else window.tokens
     report.start(_init_record(conversation, settings.model or ""))
@@ -246,7 +260,7 @@ def _run(options: RunOptions, report: "RunReport", out: "Console", err: "Console
         conversation.close()
     if text_output and not renderer.stream_answer:
         sys.stdout.write(result.final_text.rstrip("\n") + "\n")
-    report.finish(RunOutcome("success", final_text=result.final_text), chapter=options.chapter)
+    report.finish(RunOutcome("success", final_text=result.final_text), chapter=chapter)
 
 
 def _init_record(conversation: "Conversation", model: str) -> dict[str, Any]:
@@ -262,20 +276,41 @@ def _init_record(conversation: "Conversation", model: str) -> dict[str, Any]:
     )
 
 
-def _resume_path(workspace: Path, latest: bool, session_id: str | None) -> Path | None:
-    from agent_tutorial.features.sessions import SessionError, find_session, latest_session
+def _resume_choice(
+    workspace: Path, latest: bool, session_id: str | None, err: "Console"
+) -> "ResumeChoice | None":
+    """The session to resume, validated; the newer ones `--continue` skipped are named."""
+    from agent_tutorial.features.sessions import SessionError, SessionLookupError
+    from agent_tutorial.resuming import NothingToContinue, choose_session
 
     try:
-        if session_id is not None:
-            return find_session(workspace, session_id)
-        if latest:
-            path = latest_session(workspace)
-            if path is None:
-                raise RunFailed("no saved session to continue in this workspace", EXIT_USAGE)
-            return path
-    except SessionError as error:
+        choice = choose_session(workspace, latest, session_id)
+    except NothingToContinue as error:
+        _print_warnings(err, error.skipped)
         raise RunFailed(str(error), EXIT_USAGE) from None
-    return None
+    except SessionLookupError as error:
+        raise RunFailed(str(error), EXIT_USAGE) from None
+    except SessionError as error:
+        raise RunFailed(f"cannot resume: {error}", EXIT_FAILURE) from None
+    if choice is not None:
+        _print_warnings(err, choice.skipped)
+    return choice
+
+
+def _chapter_or_note(choice: "ResumeChoice | None", requested: int | None, err: "Console") -> int:
+    from agent_tutorial.resuming import chapter_for
+
+    chapter, note = chapter_for(choice, requested)
+    if note is not None:
+        _print_warnings(err, [note])
+    return chapter
+
+
+def _print_warnings(err: "Console", lines: list[str]) -> None:
+    from rich.text import Text
+
+    for line in lines:
+        err.print(Text.assemble(("warning: ", "yellow"), line), highlight=False)
 
 
 def _open_or_exit(setup: "ConversationSetup", resume: Path | None) -> "Conversation":
@@ -529,14 +564,71 @@ app.add_typer(sessions_app, name="sessions")
 
 
 @sessions_app.command("list")
-def sessions_list() -> None:
-    """Saved sessions, newest first."""
-    from agent_tutorial.features.sessions import list_sessions
+def sessions_list(
+    check: Annotated[
+        bool, typer.Option("--check", help="Read every file whole and show its first bad line.")
+    ] = False,
+) -> None:
+    """Saved sessions, newest first, damaged ones too (listing reads only each file's first
+    lines; --check reads them whole, as resuming would). With --check, exit 1 if any is
+    damaged."""
+    from agent_tutorial.features.sessions import SessionError, check_session, list_sessions
     from agent_tutorial.render import make_consoles, session_table
 
-    out, _ = make_consoles()
-    found = list_sessions(Path.cwd().resolve())
-    out.print(session_table(found) if found else "no saved sessions in this workspace")
+    out, err = make_consoles()
+    try:
+        found = list_sessions(Path.cwd().resolve())
+    except SessionError as error:
+        _fail(err, str(error), EXIT_FAILURE)
+    if not found:
+        out.print("no saved sessions in this workspace")
+        return
+    if not check:
+        out.print(session_table(found))
+        return
+    problems = [check_session(info).problem for info in found]
+    out.print(session_table(found, problems))
+    damaged = [(info, problem) for info, problem in zip(found, problems, strict=True) if problem]
+    for info, problem in damaged:
+        out.print(f"{info.session_id}: {problem}", highlight=False, soft_wrap=True)
+    if damaged:
+        _fail(err, f"{len(damaged)} of {len(found)} session(s) cannot be resumed", EXIT_FAILURE)
+
+
+@sessions_app.command("prune")
+def sessions_prune(
+    older_than: Annotated[
+        str, typer.Option(help="Age since the last write, such as 12h, 30d or 2w.")
+    ] = "30d",
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete (default: dry run).")] = False,
+) -> None:
+    """Delete sessions last written before an age; only lists them unless --yes. A session
+    open in another process is kept."""
+    from agent_tutorial.features.artifact_catalog import parse_age
+    from agent_tutorial.features.sessions import (
+        SessionError,
+        delete_sessions,
+        sessions_older_than,
+    )
+    from agent_tutorial.render import format_bytes, make_consoles
+
+    out, err = make_consoles()
+    try:
+        age = parse_age(older_than)
+        old = sessions_older_than(Path.cwd().resolve(), age)
+    except ValueError as error:
+        _fail(err, str(error), EXIT_USAGE)
+    except SessionError as error:
+        _fail(err, str(error), EXIT_FAILURE)
+    for info in old:
+        out.print(f"{info.path.name}  {format_bytes(info.size_bytes)}", highlight=False)
+    if not yes:
+        out.print(f"{len(old)} session(s) older than {older_than}; dry run, pass --yes to delete")
+        return
+    deleted, kept = delete_sessions(old)
+    _print_warnings(err, kept)
+    freed = sum(info.size_bytes for info in deleted)
+    out.print(f"deleted {len(deleted)} session(s), {format_bytes(freed)} freed")
 
 
 @sessions_app.command("show")

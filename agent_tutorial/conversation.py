@@ -97,7 +97,17 @@ class Conversation:
         self._attach_log(lambda: SessionLog.open_existing(path))
         for repair in loaded.repaired:
             self.agent.events.emit(Notice("warning", f"session repaired: {repair}"))
+        self._warn_if_another_chapter(loaded)
         return loaded
+
+    def _warn_if_another_chapter(self, loaded: LoadedSession) -> None:
+        recorded, now = loaded.meta.chapter, self.setup.profile.chapter
+        if recorded != now:
+            text = (
+                f"session {loaded.meta.session_id} was recorded with chapter {recorded} and "
+                f"continues under chapter {now}: its tools, permissions or compaction differ"
+            )
+            self.agent.events.emit(Notice("warning", text))
 
     def run(self, prompt: str) -> RunResult:
         try:
@@ -118,8 +128,9 @@ class Conversation:
             self._end_turn()
 
     def close(self) -> None:
+        """Close the session log; a new session nobody wrote a message in is deleted."""
         if self.log is not None:
-            self.log.close()
+            self.log.close_discarding_if_empty()
             self.log = None
 
     def _restore_summary(self, loaded: LoadedSession) -> None:

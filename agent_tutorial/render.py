@@ -339,16 +339,41 @@ def _message_text(record: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def session_table(sessions: Sequence[SessionInfo]) -> Table:
-    table = Table(box=None, header_style="bold")
-    for column in ("id", "started", "chapter", "turns", "first prompt"):
-        table.add_column(column)
-    for info in sessions:
-        table.add_row(
-            Text(info.session_id),
+def session_table(
+    sessions: Sequence[SessionInfo], problems: Sequence[str | None] | None = None
+) -> Text:
+    """Sessions as their header lines describe them, one line each; a damaged header shows
+    its problem instead of a prompt. `problems` (from `sessions list --check`) adds a check
+    column. Plain aligned text rather than a rich `Table`, which takes seconds to lay out
+    a thousand rows."""
+    columns = ["id", "started", "chapter", "size"] + (["check"] if problems is not None else [])
+    widths = [8, 16, 7, 9, 7]
+    table = Text()
+    table.append(_cells(columns, widths) + "first prompt\n", style="bold")
+    for index, info in enumerate(sessions):
+        cells = [
+            info.session_id,
             info.started.astimezone().strftime("%Y-%m-%d %H:%M"),
-            str(info.chapter),
-            str(info.turns),
-            Text(info.first_prompt or ""),
-        )
+            "?" if info.chapter is None else str(info.chapter),
+            format_bytes(info.size_bytes),
+        ]
+        table.append(_cells(cells, widths))
+        if problems is not None:  # the problems themselves are printed in full below
+            ok = problems[index] is None
+            table.append(_cells(["ok" if ok else "damaged"], widths[4:]), "green" if ok else "red")
+        table.append_text(_prompt_cell(info))
+        table.append("\n")
+    table.rstrip()
     return table
+
+
+def _cells(values: Sequence[str], widths: Sequence[int]) -> str:
+    return "".join(f"{value:<{width}}  " for value, width in zip(values, widths, strict=False))
+
+
+def _prompt_cell(info: SessionInfo) -> Text:
+    if info.problem is not None:
+        return Text(f"damaged: {info.problem}", style="red")
+    if info.first_prompt is None:
+        return Text("(a long prompt)" if info.has_prompt else "(no prompt)", style="dim")
+    return Text(info.first_prompt)

@@ -246,7 +246,21 @@ def test_clear_starts_a_new_empty_session(make_repl: MakeRepl, loopback: Loopbac
     assert f"new session {second_id}" in harness.stderr.getvalue()
     assert without_system(loopback.requests[1]) == [{"role": "user", "content": "new question"}]
     saved = list_sessions(harness.conversation.setup.workspace)
-    assert {info.session_id: info.turns for info in saved} == {first_id: 1, second_id: 1}
+    turns = {info.session_id: load_session(info.path, repair=False).turns for info in saved}
+    assert turns == {first_id: 1, second_id: 1}
+
+
+def test_clear_leaves_no_empty_session_files(make_repl: MakeRepl) -> None:
+    harness = make_repl()
+    workspace = harness.conversation.setup.workspace
+
+    harness.drive("/clear", "/clear", "/clear")
+    assert [info.session_id for info in list_sessions(workspace)] == [
+        harness.conversation.session_id
+    ]
+    harness.conversation.close()  # leaving the REPL before a prompt
+
+    assert list_sessions(workspace) == []
 
 
 def test_clear_forgets_the_previous_usage(make_repl: MakeRepl, loopback: LoopbackServer) -> None:
@@ -320,7 +334,7 @@ def test_session_file_holds_both_turns(make_repl: MakeRepl, loopback: LoopbackSe
 
     [info] = list_sessions(harness.conversation.setup.workspace)
     assert info.session_id == harness.conversation.session_id
-    assert info.turns == 2
+    assert load_session(info.path, repair=False).turns == 2
     history = load_session(info.path, repair=False).history
     assert history == (
         user_message("question one"),

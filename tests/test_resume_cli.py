@@ -5,7 +5,9 @@ resume cleanly."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,15 @@ from agent_tutorial.core.messages import (
     user_message,
     validate_tool_pairing,
 )
-from agent_tutorial.features.sessions import INTERRUPTED_RESULT, SessionMeta, list_sessions
+from agent_tutorial.features.sessions import (
+    INTERRUPTED_RESULT,
+    SessionInfo,
+    SessionLog,
+    SessionMeta,
+    list_sessions,
+    load_session,
+)
+from agent_tutorial.render import format_bytes
 from tests.conftest import CliRun
 from tests.loopback import LoopbackServer, text_stream
 
@@ -74,7 +84,7 @@ def test_continue_appends_to_the_same_session(
     run_cli("run", "--chapter", "2", "--continue", "--prompt", "second")
 
     [info] = list_sessions(workspace)
-    assert info.turns == 2
+    assert load_session(info.path, repair=False).turns == 2
     assert info.first_prompt == "first"
 
 
@@ -118,20 +128,166 @@ def test_resume_with_an_unknown_id_is_a_usage_error(
     assert len(loopback.requests) == 1
 
 
-def test_sessions_list_shows_id_chapter_turns_and_first_prompt(
+def test_sessions_list_shows_id_chapter_size_and_first_prompt(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
     run_once(run_cli, loopback, "Explain the loop", "It is a paragraph.")
-    session_id = only_session_id(workspace)
+    [info] = list_sessions(workspace)
 
     result = run_cli("sessions", "list")
 
     assert result.exit_code == 0
     [header, row] = result.stdout.strip().splitlines()
-    assert header.split() == ["id", "started", "chapter", "turns", "first", "prompt"]
+    assert header.split() == ["id", "started", "chapter", "size", "first", "prompt"]
     cells = row.split()
-    assert cells[0] == session_id
-    assert cells[3:] == ["2", "1", "Explain", "the", "loop"]
+    assert cells[0] == info.session_id
+    assert cells[3:] == ["2", *format_bytes(info.size_bytes).split(), "Explain", "the", "loop"]
+
+
+def damage_line(path: Path, number: int) -> None:
+    lines = path.read_bytes().split(b"\n")
+    lines[number - 1] = b"{not json"
+    path.write_bytes(b"\n".join(lines))
+
+
+def two_sessions_the_newer_damaged(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> tuple[SessionInfo, SessionInfo]:
+    run_once(run_cli, loopback, "older", "one")
+    run_once(run_cli, loopback, "newer", "two")
+    newer, older = list_sessions(workspace)
+    damage_line(newer.path, 3)  # the answer; line 2 holds the prompt the listing shows
+    return newer, older
+
+
+def test_sessions_list_shows_a_damaged_file_and_check_names_its_bad_line(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    newer, older = two_sessions_the_newer_damaged(run_cli, loopback, workspace)
+
+    listed = run_cli("sessions", "list")
+    checked = run_cli("sessions", "list", "--check")
+
+    assert listed.exit_code == 0
+    assert newer.session_id in listed.stdout and older.session_id in listed.stdout
+    assert checked.exit_code == 1
+    assert f"{newer.path.name}:3: line is not JSON" in " ".join(checked.stdout.split())
+    assert "1 of 2 session(s) cannot be resumed" in checked.stderr
+
+
+def test_continue_says_which_session_it_skipped_and_which_it_resumed(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    newer, older = two_sessions_the_newer_damaged(run_cli, loopback, workspace)
+    loopback.queue(text_stream("three"))
+
+    result = run_cli("run", "--chapter", "2", "--continue", "--prompt", "again")
+
+    assert result.exit_code == 0, result.stderr
+    stderr = " ".join(result.stderr.split())
+    assert f"warning: skipped session {newer.session_id}: " in stderr
+    assert f"{newer.path.name}:3: line is not JSON" in stderr
+    assert f"resumed {older.session_id} (2 messages, chapter 2)" in stderr
+    assert [m["content"] for m in conversation(loopback.requests[-1])] == ["older", "one", "again"]
+
+
+def test_continue_with_only_damaged_sessions_fails_naming_them(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "only", "one")
+    [info] = list_sessions(workspace)
+    damage_line(info.path, 3)
+
+    result = run_cli("run", "--chapter", "2", "--continue", "--prompt", "again")
+
+    assert result.exit_code == 2
+    assert f"skipped session {info.session_id}" in result.stderr
+    assert "every session with a prompt is damaged (1)" in result.stderr
+
+
+def test_resume_prints_what_it_resumed(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "first", "one")
+    session_id = only_session_id(workspace)
+    loopback.queue(text_stream("two"))
+
+    result = run_cli("run", "--chapter", "2", "--resume", session_id, "--prompt", "second")
+
+    assert result.exit_code == 0, result.stderr
+    assert f"resumed {session_id} (2 messages, chapter 2)" in result.stderr
+
+
+def test_resuming_without_chapter_uses_the_recorded_one_and_says_so(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "first", "one")  # chapter 2
+    session_id = only_session_id(workspace)
+    loopback.queue(text_stream("two"))
+
+    result = run_cli("run", "--continue", "--prompt", "second")
+
+    assert result.exit_code == 0, result.stderr
+    stderr = " ".join(result.stderr.split())
+    assert f"session {session_id} was recorded with chapter 2; it resumes under chapter 2" in (
+        stderr
+    )
+    tools = {tool["function"]["name"] for tool in loopback.requests[-1]["tools"]}
+    assert "todo_write" not in tools  # chapter 2's tools, not chapter 8's
+
+
+def test_resuming_under_an_explicit_other_chapter_warns_that_tools_differ(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "first", "one")  # chapter 2
+    session_id = only_session_id(workspace)
+    loopback.queue(text_stream("two"))
+
+    result = run_cli("run", "--chapter", "5", "--continue", "--prompt", "second")
+
+    assert result.exit_code == 0, result.stderr
+    stderr = " ".join(result.stderr.split())
+    assert f"session {session_id} was recorded with chapter 2 and continues under chapter 5" in (
+        stderr
+    )
+    tools = {tool["function"]["name"] for tool in loopback.requests[-1]["tools"]}
+    assert "todo_write" in tools
+
+
+def test_sessions_prune_is_a_dry_run_without_yes(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "old", "one")
+    [info] = list_sessions(workspace)
+    month_ago = time.time() - 31 * 86_400
+    os.utime(info.path, (month_ago, month_ago))
+    run_once(run_cli, loopback, "new", "two")
+
+    dry = run_cli("sessions", "prune", "--older-than", "30d")
+    assert dry.exit_code == 0
+    assert info.path.name in dry.stdout and "1 session(s) older than 30d; dry run" in dry.stdout
+    assert info.path.exists()
+
+    done = run_cli("sessions", "prune", "--older-than", "30d", "--yes")
+    assert done.exit_code == 0
+    assert "deleted 1 session(s)" in done.stdout
+    assert not info.path.exists()
+    assert [remaining.first_prompt for remaining in list_sessions(workspace)] == ["new"]
+
+
+def test_sessions_prune_keeps_a_session_that_is_open(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "old", "one")
+    [info] = list_sessions(workspace)
+    os.utime(info.path, (0, 0))
+
+    with SessionLog.open_existing(info.path):
+        result = run_cli("sessions", "prune", "--older-than", "1d", "--yes")
+
+    assert "in use by a running session; kept" in result.stderr
+    assert "deleted 0 session(s)" in result.stdout
+    assert info.path.exists()
 
 
 def test_sessions_list_without_sessions_says_so(run_cli: RunCli) -> None:

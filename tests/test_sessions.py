@@ -34,6 +34,7 @@ from agent_tutorial.core.messages import (
 )
 from agent_tutorial.core.model import Usage
 from agent_tutorial.core.tools import ToolRegistry, tool_success
+from agent_tutorial.features.session_index import HEADER_BYTES
 from agent_tutorial.features.sessions import (
     INTERRUPTED_RESULT,
     SessionInUseError,
@@ -43,6 +44,7 @@ from agent_tutorial.features.sessions import (
     SessionLookupError,
     SessionMeta,
     SessionPathError,
+    check_session,
     endpoint_host,
     find_session,
     latest_session,
@@ -472,7 +474,7 @@ def test_a_summary_covering_more_messages_than_exist_is_ignored_and_reported(
 # --- listing and finding ------------------------------------------------------------------
 
 
-def test_list_sessions_is_newest_first_with_prompt_and_turns(workspace: Path) -> None:
+def test_list_sessions_is_newest_first_with_the_first_prompt(workspace: Path) -> None:
     write_session(workspace, HISTORY, meta("aaaa0001", STARTED))
     write_session(
         workspace,
@@ -482,7 +484,8 @@ def test_list_sessions_is_newest_first_with_prompt_and_turns(workspace: Path) ->
     write_session(workspace, [], meta("cccc0003", STARTED - timedelta(days=1)))
     listed = list_sessions(workspace)
     assert [info.session_id for info in listed] == ["bbbb0002", "aaaa0001", "cccc0003"]
-    assert [info.turns for info in listed] == [1, 2, 0]
+    assert [info.has_prompt for info in listed] == [True, True, False]
+    assert [info.size_bytes for info in listed] == [info.path.stat().st_size for info in listed]
     assert listed[1].first_prompt == "Read a.py and b.py"
     prompt = listed[0].first_prompt
     assert prompt is not None and len(prompt) == 80 and prompt.startswith("later xxx")
@@ -490,16 +493,54 @@ def test_list_sessions_is_newest_first_with_prompt_and_turns(workspace: Path) ->
     assert listed[2].first_prompt is None
 
 
-def test_list_sessions_skips_unreadable_files_without_touching_them(workspace: Path) -> None:
+def test_list_sessions_shows_damaged_files_with_the_reason_without_touching_them(
+    workspace: Path,
+) -> None:
     good = write_session(workspace, HISTORY, meta("aaaa0001"))
     directory = good.parent
     (directory / "20261130T000000Z-dddd0004.jsonl").write_bytes(b"\x00garbage\n{}\n")
     (directory / "20261130T000001Z-eeee0005.jsonl").mkdir()
     torn = write_session(workspace, HISTORY, meta("ffff0006", STARTED + timedelta(minutes=1)))
     torn.write_bytes(torn.read_bytes() + b'{"ty')
-    listed = list_sessions(workspace)
-    assert [info.session_id for info in listed] == ["ffff0006", "aaaa0001"]
+
+    listed = {info.session_id: info for info in list_sessions(workspace)}
+
+    assert set(listed) == {"aaaa0001", "dddd0004", "eeee0005", "ffff0006"}
+    assert listed["aaaa0001"].problem is None and listed["ffff0006"].problem is None
+    assert "the meta line is not JSON" in str(listed["dddd0004"].problem)
+    assert "is not a regular file" in str(listed["eeee0005"].problem)
     assert torn.read_bytes().endswith(b'{"ty')
+
+
+def test_list_sessions_reads_only_the_header_lines(workspace: Path) -> None:
+    path = write_session(workspace, HISTORY, meta("aaaa0001"))
+    # Damage far past the header: listing cannot see it, `check_session` can.
+    path.write_bytes(path.read_bytes() + b"x" * HEADER_BYTES + b"\n{}\n")
+
+    [info] = list_sessions(workspace)
+
+    assert (info.problem, info.first_prompt) == (None, "Read a.py and b.py")
+    assert "line is not JSON" in str(check_session(info).problem)
+
+
+def test_check_session_names_the_first_bad_line(workspace: Path) -> None:
+    path = write_session(workspace, HISTORY, meta("aaaa0001"))
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = b"{not json"
+    path.write_bytes(b"\n".join(lines))
+
+    [info] = list_sessions(workspace)
+
+    assert f"{path.name}:3: line is not JSON" in str(check_session(info).problem)
+
+
+def test_a_first_prompt_longer_than_the_header_is_known_but_not_shown(workspace: Path) -> None:
+    write_session(workspace, [user_message("x" * (2 * HEADER_BYTES))], meta("aaaa0001"))
+
+    [info] = list_sessions(workspace)
+
+    assert (info.has_prompt, info.first_prompt) == (True, None)
+    assert latest_session(workspace) == info.path
 
 
 def test_list_sessions_without_a_sessions_directory_is_empty(workspace: Path) -> None:

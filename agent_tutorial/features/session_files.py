@@ -1,5 +1,6 @@
-"""Reading session files: the record types, loading and repairing a session, and listing and
-finding sessions. It also holds the low-level file helpers the writer in `session_log` shares."""
+"""Reading session files: the record types, and loading and repairing a session. It also
+holds the low-level file helpers that the writer (`session_log`) and the listing
+(`session_index`) share."""
 
 from __future__ import annotations
 
@@ -34,10 +35,9 @@ from agent_tutorial.core.messages import (
 FORMAT_VERSION = 1
 INTERRUPTED_RESULT = "Error [interrupted]: the session ended before this tool call finished"
 SUMMARY_LAYERS = frozenset({"summary", "reactive"})
-FIRST_PROMPT_CHARS = 80
 DUMP_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS
 
-_SESSION_FILE = re.compile(r"(?P<stamp>\d{8}T\d{6}Z)-(?P<id>[0-9a-f]{8})\.jsonl")
+SESSION_FILE_NAME = re.compile(r"(?P<stamp>\d{8}T\d{6}Z)-(?P<id>[0-9a-f]{8})\.jsonl")
 _SESSION_ID = re.compile(r"[0-9a-f]{8}")
 
 Record: TypeAlias = dict[str, Any]
@@ -191,19 +191,6 @@ class LoadedSession:
     """What loading fixed (a torn last line, interrupted tool calls), for a notice."""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    session_id: str
-    path: Path
-    started: datetime
-    chapter: int
-    model: str
-    first_prompt: str | None
-    """The first prompt on one line, at most `FIRST_PROMPT_CHARS` characters."""
-    turns: int
-    """The number of user messages."""
-
-
 def load_session(path: Path, *, repair: bool = True) -> LoadedSession:
     """Rebuild a session's canonical history, summary state and counts from its file.
 
@@ -226,48 +213,6 @@ def load_session(path: Path, *, repair: bool = True) -> LoadedSession:
     finally:
         close_quietly(fd)
     return loaded
-
-
-def list_sessions(workspace: Path) -> list[SessionInfo]:
-    """Every readable session in the workspace, newest first; damaged files are skipped."""
-    sessions: list[SessionInfo] = []
-    for path in _session_files(workspace):
-        try:
-            loaded = load_session(path, repair=False)
-        except (OSError, SessionError):
-            continue
-        sessions.append(_session_info(path, loaded))
-    sessions.sort(key=lambda info: (info.started, info.path.name), reverse=True)
-    return sessions
-
-
-def find_session(workspace: Path, id_or_prefix: str) -> Path:
-    """The one session file whose id starts with `id_or_prefix`."""
-    prefix = id_or_prefix.strip().lower()
-    if not re.fullmatch(r"[0-9a-f]{1,8}", prefix):
-        raise SessionLookupError(
-            f"{id_or_prefix!r} is not a session id (8 hex digits, or a unique prefix of one)"
-        )
-    matches = sorted(
-        path for path in _session_files(workspace) if _file_id(path).startswith(prefix)
-    )
-    if not matches:
-        raise SessionLookupError(
-            f"no session id starts with {id_or_prefix!r}; `agent-tutorial sessions list` shows them"
-        )
-    if len(matches) > 1:
-        names = ", ".join(path.name for path in matches)
-        raise SessionLookupError(f"{id_or_prefix!r} matches {len(matches)} sessions: {names}")
-    return matches[0]
-
-
-def latest_session(workspace: Path) -> Path | None:
-    """The newest readable session with at least one prompt (what `--continue` resumes).
-
-    Sessions without a prompt are skipped so that opening and leaving the REPL does not
-    hide the conversation the user means to continue.
-    """
-    return next((info.path for info in list_sessions(workspace) if info.turns), None)
 
 
 def whole_length(data: bytes) -> tuple[int, list[str]]:
@@ -407,23 +352,6 @@ def _interrupted_results(history: Sequence[ChatMessage]) -> list[ToolMessage]:
     return []
 
 
-def _session_info(path: Path, loaded: LoadedSession) -> SessionInfo:
-    return SessionInfo(
-        session_id=loaded.meta.session_id,
-        path=path,
-        started=loaded.meta.started,
-        chapter=loaded.meta.chapter,
-        model=loaded.meta.model,
-        first_prompt=_one_line(loaded.first_prompt) if loaded.first_prompt is not None else None,
-        turns=loaded.turns,
-    )
-
-
-def _one_line(text: str, limit: int = FIRST_PROMPT_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 # Low-level file helpers, shared with the writer in `session_log`.
 
 
@@ -465,18 +393,20 @@ def _is_real_directory(path: Path) -> bool:
     return True
 
 
-def _session_files(workspace: Path) -> list[Path]:
+def session_files(workspace: Path) -> list[Path]:
+    """The session files in the workspace, in no particular order."""
     directory = _existing_sessions_directory(workspace)
     if directory is None:
         return []
     try:
-        return [path for path in directory.iterdir() if _SESSION_FILE.fullmatch(path.name)]
+        return [path for path in directory.iterdir() if SESSION_FILE_NAME.fullmatch(path.name)]
     except OSError as error:
         raise SessionPathError(f"cannot list {directory}: {os_reason(error)}") from error
 
 
-def _file_id(path: Path) -> str:
-    match = _SESSION_FILE.fullmatch(path.name)
+def file_id(path: Path) -> str:
+    """The session id in a session file's name."""
+    match = SESSION_FILE_NAME.fullmatch(path.name)
     return match["id"] if match else ""
 
 
@@ -495,13 +425,22 @@ def open_locked(path: Path) -> int:
     return fd
 
 
-def _read_file(path: Path) -> bytes:
+def open_for_reading(path: Path) -> int:
+    """A read-only descriptor of a regular session file (never through a symlink)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as error:
         raise SessionLoadError(f"cannot open session {path}: {os_reason(error)}") from error
-    try:
+    with ExitStack() as on_failure:
+        on_failure.callback(close_quietly, fd)
         _require_regular_file(fd, path)
+        on_failure.pop_all()
+    return fd
+
+
+def _read_file(path: Path) -> bytes:
+    fd = open_for_reading(path)
+    try:
         return read_all(fd, path)
     finally:
         os.close(fd)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +60,13 @@ class SessionLog:
     `SessionLogError`, by the next `end_turn()`, so the caller can warn and carry on.
     """
 
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, fd: int, *, created: bool = False) -> None:
         self.path = path
         self._fd: int | None = fd
         self._failure: SessionLogError | None = None
         self._failure_raised = False
+        self._created = created
+        self._messages_written = 0
 
     @classmethod
     def create(cls, workspace: Path, meta: SessionMeta) -> SessionLog:
@@ -78,7 +80,7 @@ class SessionLog:
             raise SessionLogError(
                 f"cannot create session file {path}: {os_reason(error)}"
             ) from error
-        log = cls(path, fd)
+        log = cls(path, fd, created=True)
         with ExitStack() as on_failure:
             on_failure.callback(path.unlink, missing_ok=True)
             on_failure.callback(log.close)
@@ -109,6 +111,8 @@ class SessionLog:
         record = _event_record(event)
         if record is not None:
             self._write(record, _encode_event)
+            if isinstance(event, MessageAppended):
+                self._messages_written += 1
 
     def record(self, kind: str, payload: dict[str, Any]) -> None:
         """Append a CLI event (a permission decision, an error) as `{"type": kind, **payload}`."""
@@ -134,6 +138,19 @@ class SessionLog:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             close_quietly(fd)  # everything written was already synced by end_turn
+
+    def close_discarding_if_empty(self) -> bool:
+        """Close; a file this log created that has no message yet is deleted, so `/clear`
+        or leaving the REPL before a prompt adds no empty sessions to the list. Returns
+        whether it was deleted. A resumed file is never deleted."""
+        empty = self._created and self._messages_written == 0 and self._fd is not None
+        if empty and self._fd is not None and _same_file(self._fd, self.path):
+            with suppress(OSError):  # a file that stays is a nuisance, not an error
+                self.path.unlink()
+                self.close()
+                return True
+        self.close()
+        return False
 
     def __enter__(self) -> SessionLog:
         return self
@@ -161,6 +178,15 @@ class SessionLog:
         if self._fd is None:
             raise OSError(errno.EBADF, "the session log is closed")
         append_line(self._fd, line)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether `path` still names the file open as `fd` (and locked by us)."""
+    try:
+        opened, named = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
 
 
 def _event_record(event: Event) -> Record | None:

@@ -1,8 +1,8 @@
 """Durable sessions: each run appends its canonical messages and notable events to
 `.agent_tutorial/sessions/<utc-timestamp>-<id>.jsonl`, so `--continue` and `--resume ID`
 can rebuild the conversation after an exit or a crash. The writer is in `session_log`; the
-reader, the record types and the errors are in `session_files`; every public name is
-importable from here.
+reader, the record types and the errors are in `session_files`; listing, checking and
+pruning are in `session_index`; every public name is importable from here.
 
 File format (one JSON object per line, written whole with orjson):
 
@@ -22,14 +22,12 @@ Errors:
 """
 
 from agent_tutorial.features.session_files import (
-    FIRST_PROMPT_CHARS,
     FORMAT_VERSION,
     INTERRUPTED_RESULT,
     SUMMARY_LAYERS,
     LoadedSession,
     Record,
     SessionError,
-    SessionInfo,
     SessionInUseError,
     SessionLoadError,
     SessionLogError,
@@ -38,10 +36,20 @@ from agent_tutorial.features.session_files import (
     SessionPathError,
     SummaryRecord,
     endpoint_host,
+    load_session,
+)
+from agent_tutorial.features.session_index import (
+    FIRST_PROMPT_CHARS,
+    SessionCheck,
+    SessionInfo,
+    check_session,
+    continue_candidates,
+    delete_sessions,
     find_session,
     latest_session,
     list_sessions,
-    load_session,
+    read_header,
+    sessions_older_than,
 )
 from agent_tutorial.features.session_log import SessionLog
 
@@ -52,6 +60,7 @@ __all__ = [
     "SUMMARY_LAYERS",
     "LoadedSession",
     "Record",
+    "SessionCheck",
     "SessionError",
     "SessionInUseError",
     "SessionInfo",
@@ -62,9 +71,14 @@ __all__ = [
     "SessionMeta",
     "SessionPathError",
     "SummaryRecord",
+    "check_session",
+    "continue_candidates",
+    "delete_sessions",
     "endpoint_host",
     "find_session",
     "latest_session",
     "list_sessions",
     "load_session",
+    "read_header",
+    "sessions_older_than",
 ]

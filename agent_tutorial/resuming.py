@@ -1,0 +1,79 @@
+"""Which session `--continue` or `--resume ID` resumes, and under which chapter.
+
+`--continue` takes the newest session with a prompt that reads whole; every newer one it
+passes over is named with the reason (and the line, for a damaged file), never skipped
+silently. A session resumes under the chapter it was recorded with unless `--chapter`
+says otherwise (`Conversation.resume` then warns that the tools differ).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent_tutorial.features.sessions import (
+    LoadedSession,
+    SessionLookupError,
+    check_session,
+    continue_candidates,
+    find_session,
+    load_session,
+)
+
+DEFAULT_CHAPTER = 8
+
+
+@dataclass(frozen=True)
+class ResumeChoice:
+    """The session to resume, as read (and validated) before resuming it."""
+
+    path: Path
+    session: LoadedSession
+    skipped: list[str] = field(default_factory=list)
+    """One line for each newer session `--continue` passed over, with why."""
+
+    def resumed_line(self) -> str:
+        meta = self.session.meta
+        messages = len(self.session.history)
+        return f"resumed {meta.session_id} ({messages} messages, chapter {meta.chapter})"
+
+
+def choose_session(workspace: Path, latest: bool, session_id: str | None) -> ResumeChoice | None:
+    """The session `--resume ID` (or, with `latest`, `--continue`) names; None for neither.
+    Raises `SessionError` when there is none to resume or the named one does not load."""
+    if session_id is not None:
+        path = find_session(workspace, session_id)
+        return ResumeChoice(path, load_session(path, repair=False))
+    if not latest:
+        return None
+    skipped: list[str] = []
+    for info in continue_candidates(workspace):
+        check = check_session(info)
+        if check.problem is None:
+            return ResumeChoice(info.path, load_session(info.path, repair=False), skipped)
+        skipped.append(f"skipped session {info.session_id}: {check.problem}")
+    reason = "no saved session to continue in this workspace"
+    if skipped:
+        reason = f"{reason}: every session with a prompt is damaged ({len(skipped)})"
+    raise NothingToContinue(reason, skipped)
+
+
+class NothingToContinue(SessionLookupError):
+    def __init__(self, message: str, skipped: list[str]) -> None:
+        super().__init__(message)
+        self.skipped = skipped
+
+
+def chapter_for(choice: ResumeChoice | None, requested: int | None) -> tuple[int, str | None]:
+    """The chapter to run, and a note when a resumed session's recorded chapter is not the
+    one the user would otherwise get."""
+    if choice is None:
+        return requested or DEFAULT_CHAPTER, None
+    recorded = choice.session.meta.chapter
+    if requested is not None or recorded == DEFAULT_CHAPTER:
+        return requested or recorded, None
+    note = (
+        f"session {choice.session.meta.session_id} was recorded with chapter {recorded}; "
+        f"it resumes under chapter {recorded} (pass --chapter to choose another)"
+    )
+    return recorded, note
