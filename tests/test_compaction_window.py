@@ -15,6 +15,7 @@ from agent_tutorial.features.compaction import (
     COMPACTED_TOOL_RESULT,
     CompactionManager,
     CompactionSettings,
+    CompactionStrategy,
     history_utf8_bytes,
 )
 from agent_tutorial.features.compaction.budget import HistoryBudget, TokenCalibration, WindowSize
@@ -22,12 +23,16 @@ from tests.test_compaction_support import FakeSummarizer, counting_ids, history_
 
 
 def manager(
-    workspace: Path, window: int | None = None, *, strategy: str = "seed", reserved: int = 0
+    workspace: Path,
+    window: int | None = None,
+    *,
+    strategy: CompactionStrategy = "seed",
+    reserved: int = 0,
 ) -> CompactionManager:
     budget = HistoryBudget(
         None if window is None else WindowSize.of(window), reserved, TokenCalibration()
     )
-    settings = CompactionSettings(strategy=strategy)  # type: ignore[arg-type]
+    settings = CompactionSettings(strategy=strategy)
     return CompactionManager(
         workspace, FakeSummarizer(), settings, id_generator=counting_ids(), budget=budget
     )

@@ -105,8 +105,7 @@ class LearnClaudeCodeS06(_PassThroughResults):
         results = [i for i, message in enumerate(messages) if isinstance(message, ToolMessage)]
         for index in results[: max(0, len(results) - self.keep_recent)]:
             message = messages[index]
-            assert isinstance(message, ToolMessage)
-            if len(message.content) > 100:
+            if isinstance(message, ToolMessage) and len(message.content) > 100:
                 name = names.get(message.tool_call_id, "tool")
                 messages[index] = tool_message(f"[Previous: used {name}]", message.tool_call_id)
         return messages
@@ -122,13 +121,12 @@ class SweAgentLastN(_PassThroughResults):
         last_removed = max(0, (len(observations) // self.polling) * self.polling - self.n)
         omitted = set(observations[1:last_removed])
         return [
-            _elided(message) if index in omitted else message
+            _elided(message) if index in omitted and isinstance(message, ToolMessage) else message
             for index, message in enumerate(history)
         ]
 
 
-def _elided(message: ChatMessage) -> ChatMessage:
-    assert isinstance(message, ToolMessage)
+def _elided(message: ToolMessage) -> ToolMessage:
     lines = len(message.content.splitlines())
     return tool_message(f"Old environment output: ({lines} lines omitted)", message.tool_call_id)
 
