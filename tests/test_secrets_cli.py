@@ -170,6 +170,21 @@ def test_the_redaction_count_is_in_the_tool_line_and_the_json_result(
     assert "3 secrets redacted" in run.stderr
 
 
+def test_stream_json_tool_finished_lines_count_redactions(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli
+) -> None:
+    plant_secrets(workspace)
+    command = "head -n 3 settings.txt"
+    loopback.queue(tool_stream([("c1", "bash", {"command": command})]), text_stream("ok"))
+
+    run = run_cli("run", "--chapter", "2", "--output-format", "stream-json", "--prompt", "x")
+
+    assert run.exit_code == 0, run.stderr
+    records = [orjson.loads(line) for line in run.stdout.splitlines()]
+    [finished] = [record for record in records if record["type"] == "tool_finished"]
+    assert finished["redactions"] == 3
+
+
 # --- whole outputs ------------------------------------------------------------------------
 
 
