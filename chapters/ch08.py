@@ -561,7 +561,11 @@ def discover_skills() -> None:
         for manifest in sorted(folder.glob("*/SKILL.md")) if folder.is_dir() else []:
             if not manifest.resolve().is_relative_to(WORKSPACE):
                 continue  # a symlink out of the project is not a skill
-            skill = parse_skill(manifest)
+            try:
+                skill = parse_skill(manifest)
+            except OSError as error:  # unreadable: skip it, say why
+                print(f"skipped {manifest}: {error}", file=sys.stderr)
+                continue
             if skill is None:
                 print(f"skipped {manifest}: no name/description front matter", file=sys.stderr)
             elif skill[0] not in SKILLS:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from agent_tutorial.features.compaction import SUMMARY_SYSTEM_PROMPT
+from agent_tutorial.features.compaction import COMPACTED_TOOL_RESULT, SUMMARY_SYSTEM_PROMPT
 from tests.loopback import (
     LoopbackServer,
     Reply,
@@ -89,6 +89,30 @@ def assert_child_starts_fresh(
         assert "task" not in tool_names(body)
         assert "todo_write" not in tool_names(body)
     assert "task" in tool_names(parent_first)
+
+
+BLOCKING_HOOK = """\
+import json, sys
+event = json.load(sys.stdin)
+if "touch" in event["tool_input"]["command"]:
+    print("no new files today: touch is blocked by guard.py", file=sys.stderr)
+    sys.exit(2)
+"""
+
+PLAN = {"todos": [{"content": "Look around", "status": "in_progress"}]}
+
+CHILD_PROMPT = "Count the Python files in this project and report the number."
+
+SKILL = """\
+---
+name: release-notes
+description: How this team writes release notes. Use it before editing CHANGELOG.md.
+---
+
+# Release notes
+
+Group entries under Added, Changed and Fixed; BODY-MARKER-42.
+"""
 
 
 # --- chapter 8 -------------------------------------------------------------------------------
@@ -213,3 +237,18 @@ def queue_three_failed_summaries(loopback: LoopbackServer, workspace: Path, thir
     for n, reply in enumerate([*bad, THIRD_BAD_SUMMARY[third]()], start=4):
         loopback.queue(reply, read_call(f"large-{n}", path))
     return path
+
+
+def assert_first_two_of_five_reads_cleared(
+    loopback: LoopbackServer, outputs: dict[str, str]
+) -> None:
+    """Five reads of 4,000 B then an answer: the sixth request keeps the results of the three
+    latest reads and clears the first two (micro), with no summary on the way."""
+    assert request_kinds(loopback) == ["agent"] * 6
+    assert tool_contents(loopback.requests[5]) == {
+        "read-1": COMPACTED_TOOL_RESULT,
+        "read-2": COMPACTED_TOOL_RESULT,
+        "read-3": outputs["read-3"],
+        "read-4": outputs["read-4"],
+        "read-5": outputs["read-5"],
+    }

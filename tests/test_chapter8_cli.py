@@ -14,7 +14,6 @@ from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.tools import ToolRegistry
 from agent_tutorial.features.builtin_tools import file_tools
 from agent_tutorial.features.compaction import (
-    COMPACTED_TOOL_RESULT,
     CONTINUE_AFTER_SUMMARY,
     SUMMARY_SYSTEM_PROMPT,
 )
@@ -29,6 +28,7 @@ from tests.contracts import (
     Body,
     artifact_files,
     artifact_id,
+    assert_first_two_of_five_reads_cleared,
     overflow,
     persisted_block,
     queue_large_reads,
@@ -156,14 +156,7 @@ def test_after_five_reads_the_first_two_results_are_cleared(
     result = run_chapter_8(run_cli)
 
     assert result.exit_code == 0, result.stderr
-    assert request_kinds(loopback) == ["agent"] * 6
-    assert tool_contents(loopback.requests[5]) == {
-        "read-1": COMPACTED_TOOL_RESULT,
-        "read-2": COMPACTED_TOOL_RESULT,
-        "read-3": outputs["read-3"],
-        "read-4": outputs["read-4"],
-        "read-5": outputs["read-5"],
-    }
+    assert_first_two_of_five_reads_cleared(loopback, outputs)
     canonical = {
         m["tool_call_id"]: m["content"] for m in session_messages(workspace) if m["role"] == "tool"
     }

@@ -23,6 +23,10 @@ from agent_tutorial.profiles import P03
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 from tests.conftest import CliRun
 from tests.contracts import (
+    BLOCKING_HOOK,
+    CHILD_PROMPT,
+    PLAN,
+    SKILL,
     assert_child_starts_fresh,
     assert_plan_reminder_only_in_the_fourth_request,
     tool_names,
@@ -278,14 +282,6 @@ def test_ch3_the_question_is_announced_before_the_user_is_asked(workspace: Path)
 
 # --- chapter 4: hooks --------------------------------------------------------------------
 
-BLOCKING_HOOK = """\
-import json, sys
-event = json.load(sys.stdin)
-if "touch" in event["tool_input"]["command"]:
-    print("no new files today: touch is blocked by guard.py", file=sys.stderr)
-    sys.exit(2)
-"""
-
 
 def test_ch4_config_hook_exiting_2_blocks_bash_and_its_stderr_reaches_the_model(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
@@ -360,8 +356,6 @@ def test_ch4_broken_hook_is_a_hook_execution_error_and_the_run_finishes(
 
 # --- chapter 5: todo planning ------------------------------------------------------------
 
-PLAN = {"todos": [{"content": "Look around", "status": "in_progress"}]}
-
 
 def test_ch5_reminder_comes_after_three_tool_rounds_only_in_that_request(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
@@ -395,8 +389,6 @@ def test_ch5_plan_is_shown_on_stderr_when_it_changes(
 
 # --- chapter 6: subagents ----------------------------------------------------------------
 
-CHILD_PROMPT = "Count the Python files in this project and report the number."
-
 
 def test_ch6_child_starts_fresh_and_the_parent_receives_its_answer(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
@@ -426,17 +418,6 @@ def test_ch6_child_starts_fresh_and_the_parent_receives_its_answer(
 
 
 # --- chapter 7: skills -------------------------------------------------------------------
-
-SKILL = """\
----
-name: release-notes
-description: How this team writes release notes. Use it before editing CHANGELOG.md.
----
-
-# Release notes
-
-Group entries under Added, Changed and Fixed; BODY-MARKER-42.
-"""
 
 
 def test_ch7_catalog_is_in_the_system_prompt_and_load_skill_returns_the_body(

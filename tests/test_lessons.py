@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pexpect
 import pytest
 
 from agent_tutorial.features.compaction import (
@@ -30,8 +31,12 @@ from tests.conftest import TEST_API_KEY, CliRun
 from tests.contracts import (
     ANY_PATH,
     ARTIFACTS,
+    BLOCKING_HOOK,
+    CHILD_PROMPT,
     CIRCUIT_OPENING_KINDS,
     LARGE_READ_COUNT,
+    PLAN,
+    SKILL,
     STRICT_SERVER,
     SUMMARY,
     THIRD_BAD_SUMMARY,
@@ -39,6 +44,7 @@ from tests.contracts import (
     artifact_files,
     assert_child_starts_fresh,
     assert_every_request_fits_strict_servers,
+    assert_first_two_of_five_reads_cleared,
     assert_plan_reminder_only_in_the_fourth_request,
     overflow,
     persisted_block,
@@ -291,6 +297,48 @@ def test_ch3_without_a_terminal_a_write_is_denied_and_the_model_reads_why(
     assert "⚖ deny write_file notes.txt" in result.stderr
 
 
+def test_ch3_on_a_terminal_the_user_is_asked_and_the_answer_decides(
+    workspace: Path, loopback: LoopbackServer
+) -> None:
+    loopback.quirks = STRICT_SERVER
+    loopback.queue(
+        tool_stream(
+            [
+                ("w1", "write_file", {"path": "yes.txt", "content": "approved"}),
+                ("w2", "write_file", {"path": "no.txt", "content": "declined"}),
+            ]
+        ),
+        text_stream("One of two."),
+    )
+    environment = {
+        **os.environ,
+        "OPENAI_BASE_URL": loopback.base_url,
+        "OPENAI_API_KEY": TEST_API_KEY,
+        "AGENT_TUTORIAL_MODEL": "loopback-model",
+    }
+    child = pexpect.spawn(
+        sys.executable,
+        [str(LESSONS / "ch03.py"), "--prompt", "write both"],
+        cwd=str(workspace),
+        env=environment,
+        encoding="utf-8",
+        timeout=60,
+    )
+    try:
+        for answer in ("y", "n"):
+            child.expect_exact("Allow? [y/N] ")
+            child.sendline(answer)
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+    assert child.exitstatus == 0
+    assert (workspace / "yes.txt").read_text() == "approved"
+    assert not (workspace / "no.txt").exists()
+    assert tool_reply_for(loopback, 1, "w2") == "Error [permission_denied]: the user said no"
+    assert_every_request_fits_strict_servers(loopback)
+
+
 def test_ch3_accept_edits_writes_but_bash_still_asks(
     run_lesson: RunLesson, loopback: LoopbackServer, workspace: Path
 ) -> None:
@@ -374,14 +422,6 @@ def test_ch3_a_deny_rule_holds_in_auto_mode_and_an_allow_rule_never_covers_a_cha
 
 # --- chapter 4: hooks ------------------------------------------------------------------------
 
-BLOCKING_HOOK = """\
-import json, sys
-event = json.load(sys.stdin)
-if "touch" in event["tool_input"]["command"]:
-    print("no new files today: touch is blocked by guard.py", file=sys.stderr)
-    sys.exit(2)
-"""
-
 
 def write_hook(workspace: Path, source: str, matcher: str = "bash") -> None:
     (workspace / "guard.py").write_text(source)
@@ -432,8 +472,6 @@ def test_ch4_a_broken_hook_stops_the_call_but_not_the_run(
 
 # --- chapter 5: todo planning -------------------------------------------------------------
 
-PLAN = {"todos": [{"content": "Look around", "status": "in_progress"}]}
-
 
 def test_ch5_reminder_comes_after_three_tool_rounds_only_in_that_request(
     run_lesson: RunLesson, loopback: LoopbackServer, workspace: Path
@@ -468,8 +506,6 @@ def test_ch5_an_invalid_plan_is_rejected_whole(
 
 
 # --- chapter 6: subagents -------------------------------------------------------------------
-
-CHILD_PROMPT = "Count the Python files in this project and report the number."
 
 
 def test_ch6_the_child_starts_fresh_without_the_task_tool_and_the_parent_gets_its_answer(
@@ -514,17 +550,6 @@ def test_ch6_a_child_calling_task_gets_an_unknown_tool_error(
 
 
 # --- chapter 7: skills ------------------------------------------------------------------------
-
-SKILL = """\
----
-name: release-notes
-description: How this team writes release notes. Use it before editing CHANGELOG.md.
----
-
-# Release notes
-
-Group entries under Added, Changed and Fixed; BODY-MARKER-42.
-"""
 
 
 def test_ch7_the_catalog_is_in_the_system_prompt_and_load_skill_returns_the_body(
@@ -624,16 +649,9 @@ def test_ch8_after_five_reads_the_first_two_results_are_cleared(
     result = run_lesson(8)
 
     assert result.exit_code == 0, result.stderr
-    assert request_kinds(loopback) == ["agent"] * 6
     outputs = {f"read-{n}": tool_contents(loopback.requests[n])[f"read-{n}"] for n in range(1, 6)}
     assert all("notes" in output for output in outputs.values())
-    assert tool_contents(loopback.requests[5]) == {
-        "read-1": COMPACTED_TOOL_RESULT,
-        "read-2": COMPACTED_TOOL_RESULT,
-        "read-3": outputs["read-3"],
-        "read-4": outputs["read-4"],
-        "read-5": outputs["read-5"],
-    }
+    assert_first_two_of_five_reads_cleared(loopback, outputs)
     assert "⚙ micro: 1 results cleared" in result.stderr
 
 
