@@ -390,6 +390,22 @@ def test_a_successful_summary_resets_the_failure_count(workspace: Path) -> None:
     assert manager.automatic_summaries_enabled
 
 
+def test_a_successful_recovery_summary_resets_the_failure_count(workspace: Path) -> None:
+    outcomes: list[CompactionSummary | CompactionError] = [failure(), failure(), SUMMARY, failure()]
+    summarizer = FakeSummarizer(outcomes)
+    manager = make_manager(workspace, summarizer)
+    history: list[ChatMessage] = [user_message("go")]
+    prepare_growing(manager, history, 2)  # two automatic summaries fail
+
+    recovered = manager.recover_from_overflow(history)  # the model's summary works
+    prepare_growing(manager, history, 2)  # two more fail: two in a row, not four
+
+    # Transcripts 1 and 2 were written for the failed attempts; the recovery wrote the third.
+    assert recovered[0] == summary_message(SUMMARY, TRANSCRIPT_1.replace("id-1", "id-3"))
+    assert len(summarizer.calls) == 5
+    assert manager.automatic_summaries_enabled
+
+
 # --- events -------------------------------------------------------------------------------
 
 
