@@ -12,7 +12,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,8 +51,11 @@ from tests.conftest import (
     wait_until,
 )
 from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
+from tests.terminal import Terminal
 
 pytestmark = pytest.mark.usefixtures("sigint_raises_keyboard_interrupt")
+
+MakeTerminal = Callable[..., Terminal]
 
 INTERRUPTED = "Error [interrupted]: the user interrupted this tool call"
 SLEEP = {"command": "sleep 60", "timeout_s": 20}  # the timeout only bounds a failed test
@@ -388,3 +391,31 @@ def test_sigterm_also_stops_what_the_command_moved_out_of_its_group(
 
     assert run.exit_code == 143, run.stderr
     assert run.leftovers == []
+
+
+def test_sigterm_at_the_repl_prompt_ends_it_with_143(make_terminal: MakeTerminal) -> None:
+    terminal = make_terminal("run", "--chapter", "2")
+    terminal.wait_for_prompt()
+
+    terminal.child.kill(signal.SIGTERM)
+
+    assert terminal.wait_for_exit() == 143
+    assert "error: interrupted by SIGTERM" in terminal.flat_text()
+
+
+def test_sighup_during_a_repl_turn_stops_the_tool_and_keeps_the_session_paired(
+    make_terminal: MakeTerminal, loopback: LoopbackServer, workspace: Path, marker: str
+) -> None:
+    loopback.queue(tool_stream([("call-sleep", "bash", SLEEP)]))
+    terminal = make_terminal("run", "--chapter", "2")
+    terminal.wait_for_prompt()
+    terminal.enter("wait")
+    assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
+
+    terminal.child.kill(signal.SIGHUP)
+
+    assert terminal.wait_for_exit() == 129
+    assert processes_with_marker(marker) == []
+    path = latest_session(workspace)
+    assert path is not None
+    assert load_session(path, repair=False).history[-1] == tool_message(INTERRUPTED, "call-sleep")
