@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -197,6 +198,39 @@ def cli_command(*args: str) -> list[str]:
     """`agent-tutorial ARGS` as a real subprocess: `main()` runs, with its signal handling
     and orphan reaping, which the in-process `run_cli` never sets up."""
     return [sys.executable, "-m", "agent_tutorial", *args]
+
+
+# Runs a command under a small Python parent and reports the command's peak RSS. A child
+# started straight from pytest inherits pytest's own high-water mark in its ru_maxrss (Linux
+# carries it across fork and exec), so after a memory-hungry test every child would look big.
+_PEAK_RSS_PARENT = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+child.returncode = os.waitstatus_to_exitcode(status)
+with open(sys.argv[1], "w") as report:
+    report.write(str(usage.ru_maxrss * 1024))
+sys.exit(child.returncode)
+"""
+
+
+@dataclass
+class MeasuredRun:
+    returncode: int
+    peak_rss_bytes: int
+
+
+def run_measuring_peak_rss(
+    command: list[str], report_dir: Path, **popen_options: Any
+) -> MeasuredRun:
+    """Runs `command` to the end; its exit code and the peak resident memory it reached."""
+    report = report_dir / f"peak-rss-{uuid4().hex}"
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK_RSS_PARENT, str(report), *command],
+        check=False,
+        **popen_options,
+    )
+    return MeasuredRun(done.returncode, int(report.read_text()))
 
 
 def cli_environment(loopback: LoopbackServer) -> dict[str, str]:

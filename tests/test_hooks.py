@@ -31,7 +31,7 @@ from agent_tutorial.core.messages import ToolMessage, UserMessage, tool_call
 from agent_tutorial.core.permissions import PermissionPolicy
 from agent_tutorial.core.tools import ParsedCall, ToolResult, tool_success
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
-from tests.conftest import cli_command, cli_environment
+from tests.conftest import cli_command, cli_environment, run_measuring_peak_rss
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 from tests.test_permissions import ScriptedApprover, make_tools, parse
 
@@ -528,19 +528,19 @@ def test_a_hook_printing_200_mb_fails_the_call_and_memory_stays_flat(
     config.write_text('[[hooks.PreToolUse]]\ncommand = "head -c 200000000 /dev/zero"\n')
     loopback.queue(tool_stream([("call-1", "bash", {"command": "true"})]), text_stream("done"))
 
-    with subprocess.Popen(
+    cli = run_measuring_peak_rss(
         cli_command("run", "--chapter", "4", "-y", "--prompt", "go"),
+        workspace.parent,
         cwd=workspace,
         env=cli_environment(loopback),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    ) as cli:
-        _, status, usage = os.wait4(cli.pid, 0)  # resource usage of the CLI process itself
-        cli.returncode = os.waitstatus_to_exitcode(status)
+        timeout=120,
+    )
 
     assert cli.returncode == 0
     result = loopback.requests[1]["messages"][-1]["content"]
     assert result.startswith("Error [hook_execution_error]")
     assert "more than 1,048,576 bytes on stdout" in result
-    assert usage.ru_maxrss * 1024 < 150 * 2**20  # ru_maxrss is in KiB on Linux
+    assert cli.peak_rss_bytes < 150 * 2**20
