@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import orjson
@@ -156,6 +157,19 @@ def test_output_over_the_cap_is_kept_whole_in_the_spool(workspace: Path) -> None
         assert (spool.total_bytes, spool.dropped_bytes) == (len(expected), 0)
     finally:
         spool.close()
+
+
+def test_without_a_usable_temporary_directory_the_command_still_runs(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(workspace / "missing"))
+
+    result = run_command(
+        "seq 1 20000", cwd=workspace, timeout_s=10, output_cap_bytes=100, spool_cap_bytes=10**6
+    )
+
+    assert (result.exit_code, result.truncated, result.whole_output) == (0, True, None)
+    assert result.output.endswith("19999\n20000\n")
 
 
 def test_the_spool_is_a_private_file_without_a_name(workspace: Path) -> None:

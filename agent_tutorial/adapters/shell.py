@@ -281,12 +281,19 @@ class _CommandOutput:
             return
         data = text.encode()
         if self.spool is None and self._spool_cap_bytes > 0 and self.kept.overflows(len(data)):
-            # Until now everything fit in memory, so the spool can start from the first byte.
-            self.spool = OutputSpool(self._spool_cap_bytes)
-            self.spool.write(self.kept.everything())
+            self._start_spool()
         if self.spool is not None:
             self.spool.write(data)
         self.kept.add(data)
+
+    def _start_spool(self) -> None:
+        try:
+            self.spool = OutputSpool(self._spool_cap_bytes)
+        except OSError:  # no usable temporary directory: keep the head and tail only
+            self._spool_cap_bytes = 0
+            return
+        # Until now everything fit in memory, so the spool starts from the first byte.
+        self.spool.write(self.kept.everything())
 
 
 class OutputSpool:
