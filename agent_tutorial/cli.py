@@ -563,7 +563,7 @@ sessions_app = typer.Typer(help="Saved conversations in .agent_tutorial/sessions
 app.add_typer(sessions_app, name="sessions")
 
 
-@sessions_app.command("list")
+@sessions_app.command("list", short_help="Saved sessions, newest first, damaged ones too.")
 def sessions_list(
     check: Annotated[
         bool, typer.Option("--check", help="Read every file whole and show its first bad line.")
