@@ -595,7 +595,9 @@ def sessions_list(
         _fail(err, f"{len(damaged)} of {len(found)} session(s) cannot be resumed", EXIT_FAILURE)
 
 
-@sessions_app.command("prune")
+@sessions_app.command(
+    "prune", short_help="Delete sessions older than an age (a dry run without --yes)."
+)
 def sessions_prune(
     older_than: Annotated[
         str, typer.Option(help="Age since the last write, such as 12h, 30d or 2w.")
