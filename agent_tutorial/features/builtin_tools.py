@@ -12,15 +12,12 @@ import codecs
 import os
 import re
 import stat
-import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial, wraps
 from pathlib import Path
 from typing import BinaryIO, ParamSpec
 
-import regex
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_tutorial.adapters.filesystem import (
@@ -38,6 +35,7 @@ from agent_tutorial.adapters.filesystem import (
 from agent_tutorial.adapters.gitignore import search_walk
 from agent_tutorial.core.tools import ToolDefinition, ToolFailure, ToolResult, tool_success
 from agent_tutorial.features.bash import bash_tool as bash_tool  # the chapter-2 set, whole
+from agent_tutorial.features.line_search import InvalidPattern, LineSearch, SearchTimeout
 
 READ_DEFAULT_LIMIT = 2_000
 """Lines read_file returns when the model gives no limit."""
@@ -423,31 +421,16 @@ def _glob(files: Workspace, arguments: GlobInput) -> ToolResult:
     return tool_success("\n".join(lines))
 
 
-class _GrepTimeout(Exception):
-    pass
-
-
 @dataclass
 class _GrepRun:
     """One grep call's matches, within its match limit and its time budget."""
 
-    regex: regex.Pattern[str]
-    deadline: float
+    search: LineSearch
     matches: list[str]
 
-    def search(self, shown_as: str, text: str) -> bool:
+    def collect(self, shown_as: str, text: str) -> bool:
         """Collect the matching lines of one file; False once the match limit is hit."""
-        for number, line in _numbered_lines(text):
-            remaining = self.deadline - time.monotonic()
-            try:
-                found = remaining > 0 and self.regex.search(line, timeout=remaining)
-            except TimeoutError:
-                found = False
-                remaining = 0
-            if remaining <= 0:
-                raise _GrepTimeout
-            if not found:
-                continue
+        for number, line in self.search.matching_lines(text):
             if len(self.matches) == GREP_MATCH_LIMIT:
                 self.matches.append(
                     f"[stopped after {GREP_MATCH_LIMIT} matches; narrow the pattern, path or glob]"
@@ -459,14 +442,14 @@ class _GrepRun:
 
 @_path_errors
 def _grep(files: Workspace, budget_s: float, arguments: GrepInput) -> ToolResult:
-    run = _GrepRun(_compile_regex(arguments.pattern), time.monotonic() + budget_s, [])
+    run = _GrepRun(_compile_search(arguments.pattern, budget_s), [])
     oversized: list[str] = []
     with files.target(arguments.path) as start:
         try:
             for shown_as, text in _grep_texts(files, start, arguments, oversized):
-                if not run.search(shown_as, text):
+                if not run.collect(shown_as, text):
                     return tool_success("\n".join(run.matches))
-        except _GrepTimeout:
+        except SearchTimeout:
             so_far = "\n".join(run.matches) or "(none)"
             raise ToolFailure(
                 "timeout",
@@ -492,13 +475,10 @@ def _grep_texts(
     return iter([(start.relative.as_posix(), _text_of(open_for_reading(start), arguments.path))])
 
 
-def _compile_regex(pattern: str) -> regex.Pattern[str]:
-    """The `regex` module: `re`'s syntax, plus a timeout `re` cannot offer mid-match."""
+def _compile_search(pattern: str, budget_s: float) -> LineSearch:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # "possible nested set" and kin
-            return regex.compile(pattern)
-    except (regex.error, OverflowError, RecursionError) as error:
+        return LineSearch.compile(pattern, budget_s=budget_s)
+    except InvalidPattern as error:
         raise ToolFailure(
             "invalid_regex", f"{pattern!r} is not a valid Python regular expression: {error}"
         ) from None
@@ -536,14 +516,6 @@ def _searchable_texts(
         except OSError:  # unreadable, vanished or swapped for a symlink: skip, as grep -s does
             continue
         yield shown_as, text
-
-
-def _numbered_lines(text: str) -> Iterator[tuple[int, str]]:
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()  # the final newline ends the last line; it does not start another
-    for number, line in enumerate(lines, start=1):
-        yield number, line.removesuffix("\r")
 
 
 def _clip(line: str) -> str:
