@@ -233,6 +233,21 @@ def run_measuring_peak_rss(
     return MeasuredRun(done.returncode, int(report.read_text()))
 
 
+def start_cli(
+    workspace: Path, loopback: LoopbackServer, *args: str, output: int = -1
+) -> subprocess.Popen[bytes]:
+    """`agent-tutorial ARGS` started as a real process in `workspace` against the loopback
+    server, stdin empty; stdout and stderr go to `output` (default: pipes)."""
+    return subprocess.Popen(
+        cli_command(*args),
+        cwd=workspace,
+        env=cli_environment(loopback),
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=output,
+    )
+
+
 def cli_environment(loopback: LoopbackServer) -> dict[str, str]:
     """Our environment plus the loopback endpoint, for `cli_command` subprocesses."""
     return {

@@ -9,7 +9,6 @@ import io
 import json
 import os
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -45,9 +44,8 @@ from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 from tests.conftest import (
     TEST_API_KEY,
     WAIT_S,
-    cli_command,
-    cli_environment,
     processes_with_marker,
+    start_cli,
     wait_until,
 )
 from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
@@ -287,14 +285,8 @@ def interrupt_cli_during_sleep(
     """`agent-tutorial run --chapter 2 --prompt …` as a subprocess running bash with
     `arguments`; `signal_number` (Ctrl-C by default) once the marked `sleep` runs."""
     loopback.queue(tool_stream([("call-sleep", "bash", arguments)]))
-    with subprocess.Popen(
-        cli_command("run", "--chapter", "2", "--prompt", "wait", "--output-format", output_format),
-        cwd=workspace,
-        env=cli_environment(loopback),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    ) as cli:
+    arguments_ = ("run", "--chapter", "2", "--prompt", "wait", "--output-format", output_format)
+    with start_cli(workspace, loopback, *arguments_) as cli:
         try:
             assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
             cli.send_signal(signal_number)

@@ -218,39 +218,39 @@ def test_resume_prints_what_it_resumed(
     assert f"resumed {session_id} (2 messages, chapter 2)" in result.stderr
 
 
+def resume_a_chapter_2_session(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, *chapter: str
+) -> tuple[str, str, set[str]]:
+    """Record a chapter 2 session, continue it with `chapter` flags; the session id, the
+    flattened stderr and the tool names of the resumed request."""
+    run_once(run_cli, loopback, "first", "one")
+    session_id = only_session_id(workspace)
+    loopback.queue(text_stream("two"))
+    result = run_cli("run", *chapter, "--continue", "--prompt", "second")
+    assert result.exit_code == 0, result.stderr
+    tools = {tool["function"]["name"] for tool in loopback.requests[-1]["tools"]}
+    return session_id, " ".join(result.stderr.split()), tools
+
+
 def test_resuming_without_chapter_uses_the_recorded_one_and_says_so(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
-    run_once(run_cli, loopback, "first", "one")  # chapter 2
-    session_id = only_session_id(workspace)
-    loopback.queue(text_stream("two"))
+    session_id, stderr, tools = resume_a_chapter_2_session(run_cli, loopback, workspace)
 
-    result = run_cli("run", "--continue", "--prompt", "second")
-
-    assert result.exit_code == 0, result.stderr
-    stderr = " ".join(result.stderr.split())
-    assert f"session {session_id} was recorded with chapter 2; it resumes under chapter 2" in (
-        stderr
-    )
-    tools = {tool["function"]["name"] for tool in loopback.requests[-1]["tools"]}
+    expected = f"session {session_id} was recorded with chapter 2; it resumes under chapter 2"
+    assert expected in stderr
     assert "todo_write" not in tools  # chapter 2's tools, not chapter 8's
 
 
 def test_resuming_under_an_explicit_other_chapter_warns_that_tools_differ(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
-    run_once(run_cli, loopback, "first", "one")  # chapter 2
-    session_id = only_session_id(workspace)
-    loopback.queue(text_stream("two"))
-
-    result = run_cli("run", "--chapter", "5", "--continue", "--prompt", "second")
-
-    assert result.exit_code == 0, result.stderr
-    stderr = " ".join(result.stderr.split())
-    assert f"session {session_id} was recorded with chapter 2 and continues under chapter 5" in (
-        stderr
+    session_id, stderr, tools = resume_a_chapter_2_session(
+        run_cli, loopback, workspace, "--chapter", "5"
     )
-    tools = {tool["function"]["name"] for tool in loopback.requests[-1]["tools"]}
+
+    expected = f"session {session_id} was recorded with chapter 2 and continues under chapter 5"
+    assert expected in stderr
     assert "todo_write" in tools
 
 
