@@ -76,3 +76,15 @@ def test_nothing_a_hook_started_survives_it(
 
     assert processes_with_marker(marker) == []
     assert "exit code 0" in loopback.requests[1]["messages"][-1]["content"]
+
+
+def test_reaping_escapees_leaves_the_commands_own_exit_status(
+    workspace: Path, loopback: LoopbackServer, marker: str
+) -> None:
+    command = f"{ESCAPES['double-forked daemon']}; {ESCAPES['setsid -f']}; exit 7"
+    loopback.queue(tool_stream([("call-1", "bash", {"command": command})]), text_stream("done"))
+
+    run_cli_to_the_end(workspace, loopback, "run", "--chapter", "2", "--prompt", "start it")
+
+    assert processes_with_marker(marker) == []
+    assert "[exit code 7" in loopback.requests[1]["messages"][-1]["content"]

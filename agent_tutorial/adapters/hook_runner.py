@@ -18,6 +18,7 @@ from typing import IO
 import orjson
 
 from agent_tutorial.adapters.escapees import Escapees
+from agent_tutorial.adapters.processes import InterruptLatch
 from agent_tutorial.core.hooks import (
     CommandHookConfig,
     HookCallback,
@@ -50,6 +51,7 @@ class CommandHook:
         return f"hook {self.config.command!r}"
 
     def _run(self, payload: bytes) -> tuple[bytes, bytes, int]:
+        latch = InterruptLatch()  # Ctrl-C or SIGTERM inside Popen would lose the pid
         try:
             process = subprocess.Popen(
                 ["bash", "-c", self.config.command],
@@ -61,10 +63,15 @@ class CommandHook:
                 env={**os.environ, "AGENT_TUTORIAL_WORKSPACE": str(self.workspace)},
             )
         except OSError as error:
+            latch.release()
             raise HookError(f"{self.name} could not start: {error}") from error
+        except BaseException:
+            latch.release()
+            raise
         with process:
             escapees = Escapees(process.pid)
             try:
+                latch.release()
                 stdout, stderr = self._exchange(process, payload, escapees)
             finally:  # done, failed, timed out or interrupted: nothing it started stays
                 _kill_group(process)

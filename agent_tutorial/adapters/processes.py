@@ -6,16 +6,19 @@ Killing a command's process group misses whatever left the group: `setsid`, `set
 *child subreaper* (`prctl(PR_SET_CHILD_SUBREAPER)`): an orphan anywhere below it is
 re-parented to it instead of to init, where `escapees.Escapees` finds, kills and reaps it.
 Only `main()` turns this on; a process that did not (a test runner, another platform)
-keeps the process-group kill alone.
+keeps the process-group kill alone. `InterruptLatch` holds those signals back while a
+child starts, so its pid is never lost.
 """
 
 from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any, TypeAlias
 
 _PR_SET_CHILD_SUBREAPER = 36  # from <linux/prctl.h>
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -74,3 +77,35 @@ def termination_exit_code() -> int | None:
 
 def termination_name() -> str:
     return "" if _termination_signal is None else signal.Signals(_termination_signal).name
+
+
+_SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | None
+
+
+class InterruptLatch:
+    """Remembers Ctrl-C (and SIGTERM, SIGHUP) instead of acting on it while a child starts.
+
+    A KeyboardInterrupt raised inside `subprocess.Popen` loses the new process's pid, and
+    with it any way to stop its group; `release()` hands the signals back to the usual
+    handlers once the caller can clean up. Only the main thread ever sees them.
+    """
+
+    def __init__(self) -> None:
+        self._pressed: list[int] = []
+        self._previous: dict[int, _SignalHandler] = {}
+        if threading.current_thread() is threading.main_thread():
+            for number in (signal.SIGINT, *TERMINATING_SIGNALS):
+                previous = signal.getsignal(number)
+                if previous is not None:  # None: set outside Python, so we could not restore it
+                    signal.signal(number, self._remember)
+                    self._previous[number] = previous
+
+    def _remember(self, signal_number: int, frame: FrameType | None) -> None:
+        self._pressed.append(signal_number)
+
+    def release(self) -> None:
+        previous, self._previous = self._previous, {}
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(self._pressed):
+            signal.raise_signal(number)

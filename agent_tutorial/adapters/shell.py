@@ -16,19 +16,15 @@ import selectors
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
-from typing import Any, Protocol, TypeAlias
+from typing import Protocol
 
 from agent_tutorial.adapters.escapees import Escapees
-from agent_tutorial.adapters.processes import TERMINATING_SIGNALS
-
-_SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | None
+from agent_tutorial.adapters.processes import InterruptLatch
 
 _CHUNK_BYTES = 64 * 1024
 _EXIT_CHECK_INTERVAL_S = 0.1
@@ -113,7 +109,7 @@ def _run(
 ) -> tuple[bool, int | None]:
     """Start bash, pump its output until it exits or times out, stop its group; return
     (timed out, exit code)."""
-    latch = _CtrlCLatch()
+    latch = InterruptLatch()
     try:
         process = _start_bash(command, cwd, env)
     except BaseException:
@@ -144,35 +140,6 @@ def _start_bash(command: str, cwd: Path, env: Mapping[str, str] | None) -> subpr
         # group id lets us stop everything the command started.
         start_new_session=True,
     )
-
-
-class _CtrlCLatch:
-    """Remembers Ctrl-C (and SIGTERM, SIGHUP) instead of acting on it while bash starts.
-
-    A KeyboardInterrupt raised inside `subprocess.Popen` loses the new process's pid, and
-    with it any way to stop its group; `release()` hands the signals back to the usual
-    handlers once the caller can clean up. Only the main thread ever sees them.
-    """
-
-    def __init__(self) -> None:
-        self._pressed: list[int] = []
-        self._previous: dict[int, _SignalHandler] = {}
-        if threading.current_thread() is threading.main_thread():
-            for number in (signal.SIGINT, *TERMINATING_SIGNALS):
-                previous = signal.getsignal(number)
-                if previous is not None:  # None: set outside Python, so we could not restore it
-                    signal.signal(number, self._remember)
-                    self._previous[number] = previous
-
-    def _remember(self, signal_number: int, frame: FrameType | None) -> None:
-        self._pressed.append(signal_number)
-
-    def release(self) -> None:
-        previous, self._previous = self._previous, {}
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        for number in dict.fromkeys(self._pressed):
-            signal.raise_signal(number)
 
 
 def _pump(
