@@ -153,6 +153,7 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
             workspace,
             summarizer,
             deps.settings.compaction,
+            context_window_tokens=deps.settings.context_window_tokens,
             on_event=events.emit,
             budget=_history_budget(agent, tools),
         )
@@ -179,7 +180,7 @@ REMINDER_ALLOWANCE_BYTES = 2_000
 
 def _window(settings: Settings) -> WindowSize | None:
     """The window from the settings (flag, environment, config or the server's answer)."""
-    tokens = settings.context_window_tokens or settings.compaction.context_window_tokens
+    tokens = settings.context_window_tokens
     return None if tokens is None else WindowSize.of(tokens, settings.max_output_tokens)
 
 

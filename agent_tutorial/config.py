@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -104,7 +112,8 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("AGENT_TUTORIAL_CONTEXT_WINDOW"),
     )
     """The model's context window in tokens; unset, chapter 8 asks the server and otherwise
-    keeps to its byte thresholds."""
+    keeps to its byte thresholds. The one place the window is set: a `context_window_tokens`
+    under `[compaction]` is read as this setting (see `_one_context_window`)."""
 
     max_stdin_bytes: int = Field(default=1024 * 1024, ge=1)
     """The most piped standard input `run` accepts as (part of) the prompt; more is refused."""
@@ -157,6 +166,21 @@ class Settings(BaseSettings):
     """A tool call with larger arguments is refused, and the arguments are shortened in the
     history, so they are not sent again with every later request."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_context_window(cls, data: Any) -> Any:
+        """Move a window given under `[compaction]` to the top level, where the flag, the
+        environment and the server's answer put it, so the output cap and the budgets read
+        one value. One given at the top level wins."""
+        if not isinstance(data, dict) or not isinstance(data.get("compaction"), dict):
+            return data
+        table = dict(data["compaction"])
+        window = table.pop("context_window_tokens", None)
+        moved = {**data, "compaction": table}
+        if window is not None and not any(key.lower() in _WINDOW_KEYS for key in data):
+            moved["context_window_tokens"] = window
+        return moved
+
     @property
     def is_demo(self) -> bool:
         return self.model == DEMO_MODEL
@@ -164,6 +188,10 @@ class Settings(BaseSettings):
     @property
     def endpoint_host(self) -> str:
         return urlsplit(self.base_url or "").hostname or ""
+
+
+_WINDOW_KEYS = frozenset({"context_window_tokens", "agent_tutorial_context_window"})
+"""The top-level window's name and its environment variable's, as sources hand them over."""
 
 
 def user_config_path() -> Path:

@@ -126,6 +126,38 @@ def test_the_window_comes_from_the_environment_or_the_config_file(
     assert load_settings(workspace, flags).context_window_tokens == 4096
 
 
+def test_a_window_under_the_compaction_table_is_the_one_window(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workspace / ".agent_tutorial").mkdir()
+    config = workspace / ".agent_tutorial" / "config.toml"
+    config.write_text("[compaction]\ncontext_window_tokens = 16000\n")
+    settings = load_settings(workspace, {"model": "demo"})
+    assert (settings.context_window_tokens, settings.compaction.context_window_tokens) == (
+        16000,
+        None,
+    )
+
+    monkeypatch.setenv("AGENT_TUTORIAL_CONTEXT_WINDOW", "8192")
+    assert load_settings(workspace, {"model": "demo"}).context_window_tokens == 8192
+
+
+def test_a_window_under_the_compaction_table_clamps_the_output_cap_without_asking(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / ".agent_tutorial").mkdir(exist_ok=True)
+    config = workspace / ".agent_tutorial" / "config.toml"
+    config.write_text("[compaction]\ncontext_window_tokens = 8000\n")
+    loopback.queue(text_stream("hi"))
+
+    result: CliRun = run_cli("run", "-c", "8", "-p", "hello", "--output-format", "json")
+
+    assert result.exit_code == 0, result.stderr
+    assert loopback.get_paths == []
+    assert loopback.requests[0]["max_tokens"] == 2_000
+    assert json.loads(result.stdout)["usage"]["context_window_tokens"] == 8_000
+
+
 def test_chapter_8_asks_the_server_once_when_no_window_is_set(
     run_cli: RunCli, loopback: LoopbackServer
 ) -> None:

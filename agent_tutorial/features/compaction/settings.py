@@ -50,7 +50,8 @@ class CompactionSettings:
 
     context_window_tokens: int | None = None
     """The model's context window in tokens, when known; None leaves the byte thresholds
-    above as they are."""
+    above as they are. The agent fills it from `Settings.context_window_tokens` (a value
+    written under `[compaction]` in config.toml is read as that one)."""
 
     cache_keep_recent_tool_groups: int = 5
     """Cache-aware: the most recent tool groups micro never clears."""
