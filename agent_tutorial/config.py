@@ -37,9 +37,9 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
 from agent_tutorial.core.hooks import HooksConfig
-from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
 from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES, describe_validation_error
@@ -48,6 +48,8 @@ from agent_tutorial.features.compaction.settings import CompactionSettings
 
 DEMO_MODEL = "demo"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+_WIRE = WireOptions()
+"""The adapter's defaults, which the wire settings below document and start from."""
 
 
 class ConfigError(Exception):
@@ -122,17 +124,17 @@ class Settings(BaseSettings):
     """How much of AGENTS.md (or CLAUDE.md) goes into the system prompt (chapter 7 on);
     the rest is cut, with a one-line warning."""
 
-    max_output_tokens: int = Field(default=DEFAULT_MAX_OUTPUT_TOKENS, ge=1)
+    max_output_tokens: int = Field(default=_WIRE.max_output_tokens, ge=1)
     """The most tokens one reply may have, sent with every request (as `max_tokens`, or
     `max_completion_tokens` once a server asks for that); a runaway reply stops there."""
 
-    send_tool_choice: bool = True
+    send_tool_choice: bool = _WIRE.send_tool_choice
     """Send `tool_choice: "auto"` with the tools; turn off for a server that rejects it."""
 
-    stream: bool = True
+    stream: bool = _WIRE.stream
     """Stream replies; turn off for a server that cannot stream (text then appears at once)."""
 
-    merge_reminders: bool = False
+    merge_reminders: bool = _WIRE.merge_reminders
     """Join each `<system-reminder>` note to the user turn next to it, for chat templates
     that demand strict user/assistant alternation."""
 

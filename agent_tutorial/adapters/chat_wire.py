@@ -23,7 +23,7 @@ CapParameter: TypeAlias = Literal["max_tokens", "max_completion_tokens"]
 @dataclass(frozen=True, slots=True)
 class WireOptions:
     """What one server needs on the wire. `config.Settings` documents each field under
-    the same name; these defaults are the same values, for tests and library use."""
+    the same name and takes its defaults from here."""
 
     send_tool_choice: bool = True
     stream: bool = True
