@@ -126,8 +126,12 @@ class CliRun:
     stderr: str
 
 
+RunCli = Callable[..., CliRun]
+"""The type of the `run_cli` and `run_cli_process` fixtures: `run_cli("run", "-p", "hi")`."""
+
+
 @pytest.fixture
-def run_cli(workspace: Path, loopback: LoopbackServer) -> Callable[..., CliRun]:
+def run_cli(workspace: Path, loopback: LoopbackServer) -> RunCli:
     """Runs `agent-tutorial ARGS` in-process against the loopback server, in `workspace`."""
     from typer.testing import CliRunner
 
@@ -172,7 +176,7 @@ def make_terminal(workspace: Path, loopback: LoopbackServer) -> Iterator[Callabl
 
 
 @pytest.fixture
-def run_cli_process(workspace: Path, loopback: LoopbackServer) -> Callable[..., CliRun]:
+def run_cli_process(workspace: Path, loopback: LoopbackServer) -> RunCli:
     """Runs `agent-tutorial ARGS` as a real process against the loopback server, in
     `workspace`; it fails the test if the process outlives `timeout_s`."""
     import subprocess

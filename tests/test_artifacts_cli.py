@@ -8,12 +8,12 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
-RunCli = Any
+from tests.conftest import RunCli
+
 DAY_S = 86_400
 NOW = time.time()
 

@@ -8,7 +8,6 @@ import itertools
 import json
 import statistics
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -36,10 +35,8 @@ from agent_tutorial.features.bench.peers import (
 from agent_tutorial.features.bench.prices import price_sheets
 from agent_tutorial.features.bench.replay import RecordingSummarizer
 from agent_tutorial.features.sessions import list_sessions
-from tests.conftest import CliRun
+from tests.conftest import CliRun, RunCli
 from tests.loopback import LoopbackServer, text_stream, tool_stream
-
-RunCli = Any
 
 
 def tool_group(number: int, size: int = 400) -> list[ChatMessage]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from agent_tutorial.features.compaction import (
     CONTINUE_AFTER_SUMMARY,
     SUMMARY_SYSTEM_PROMPT,
 )
-from tests.conftest import CliRun
+from tests.conftest import CliRun, RunCli
 from tests.contracts import (
     ANY_PATH,
     ARTIFACTS,
@@ -49,7 +48,6 @@ from tests.loopback import (
 )
 from tests.test_error_classification import OVERFLOW_REPLIES
 
-RunCli = Callable[..., CliRun]
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -8,7 +8,6 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from agent_tutorial.core.messages import from_wire, tool_call, validate_tool_pai
 from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
 from agent_tutorial.profiles import P03
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
-from tests.conftest import CliRun
+from tests.conftest import RunCli
 from tests.contracts import (
     BLOCKING_HOOK,
     CHILD_PROMPT,
@@ -33,9 +32,6 @@ from tests.contracts import (
     tool_reply_for,
 )
 from tests.loopback import LoopbackServer, system_notes, text_stream, tool_stream
-
-RunCli = Callable[..., CliRun]
-
 
 # --- helpers -----------------------------------------------------------------------------
 

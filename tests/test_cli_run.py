@@ -8,10 +8,8 @@ from typing import Any
 import pytest
 
 from agent_tutorial.core.messages import from_wire, validate_tool_pairing
-from tests.conftest import TEST_API_KEY, CliRun
+from tests.conftest import TEST_API_KEY, CliRun, RunCli
 from tests.loopback import LoopbackServer, cut_stream, error_reply, text_stream, tool_stream
-
-RunCli = Any
 
 
 def assert_every_request_paired(loopback: LoopbackServer) -> None:

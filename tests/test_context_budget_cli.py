@@ -8,10 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import CliRun
+from tests.conftest import CliRun, RunCli
 from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
 
-RunCli = Any
 SUMMARY = {
     "current_goal": "Read the files.",
     "key_findings": ["files hold numbered lines"],

@@ -23,10 +23,8 @@ from agent_tutorial.features.compaction.budget import (
 )
 from agent_tutorial.features.context_window import describe_prompt
 from agent_tutorial.profiles import profile_for_chapter
-from tests.conftest import TEST_API_KEY, CliRun
+from tests.conftest import TEST_API_KEY, CliRun, RunCli
 from tests.loopback import LoopbackServer, Reply, text_stream
-
-RunCli = Any
 
 
 def models_reply(*entries: dict[str, Any]) -> Reply:

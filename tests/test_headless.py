@@ -11,10 +11,9 @@ from agent_tutorial.conversation import EMPTY_ANSWER_NOTICE
 from agent_tutorial.core.events import CompactionApplied, UsageReported
 from agent_tutorial.core.model import Usage
 from agent_tutorial.headless import stream_event
-from tests.conftest import CliRun
+from tests.conftest import CliRun, RunCli
 from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
 
-RunCli = Any
 UNAUTHORIZED = {"error": {"message": "Incorrect API key provided"}}
 
 

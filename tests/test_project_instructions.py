@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -13,9 +12,9 @@ from agent_tutorial.features.project_instructions import (
     InstructionsError,
     read_project_instructions,
 )
+from tests.conftest import RunCli
 from tests.loopback import LoopbackServer, text_stream
 
-RunCli = Any
 RULE = "Always run `make check` before saying a change is done."
 
 

@@ -5,16 +5,13 @@ environment. Also whole outputs persisted by chapter 8 and the tool-argument cap
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from tests.conftest import TEST_API_KEY, CliRun
+from tests.conftest import TEST_API_KEY, RunCli
 from tests.loopback import LoopbackServer, text_stream, tool_stream
-
-RunCli = Callable[..., CliRun]
 
 PLANTED_ENVIRONMENT = {
     "SERVICE_API_TOKEN": "planted-env-token-5f1c2e9a",

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from agent_tutorial.features.compaction import SUMMARY_SYSTEM_PROMPT
-from tests.conftest import CliRun
+from tests.conftest import CliRun, RunCli
 from tests.contracts import SUMMARY, assert_every_request_fits_strict_servers, wire_summary
 from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
 from tests.loopback_quirks import LLAMA_CPP_PYTHON, Quirks
 from tests.test_error_classification import OVERFLOW_REPLIES
-
-RunCli = Any
 
 
 def llama_cpp_python_reading_notes(loopback: LoopbackServer, workspace: Path) -> None:
