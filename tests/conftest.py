@@ -7,10 +7,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 import pytest
@@ -19,6 +20,10 @@ from hypothesis import settings as hypothesis_settings
 
 from tests.loopback import LoopbackServer
 from tests.terminal import Terminal
+
+if TYPE_CHECKING:
+    from agent_tutorial.conversation import Conversation
+    from agent_tutorial.core.events import EventSink
 
 # A quick profile for everyday runs and a more thorough one where CI sets CI=true;
 # HYPOTHESIS_PROFILE picks one by name. No deadline: two shared cores make timings noisy.
@@ -142,7 +147,7 @@ def run_cli(workspace: Path, loopback: LoopbackServer) -> RunCli:
         environment = {
             "OPENAI_BASE_URL": loopback.base_url,
             "OPENAI_API_KEY": TEST_API_KEY,
-            "AGENT_TUTORIAL_MODEL": "loopback-model",
+            "AGENT_TUTORIAL_MODEL": LOOPBACK_MODEL,
             **(env or {}),
         }
         result = runner.invoke(app, list(args), input=input, env=environment)
@@ -163,7 +168,7 @@ def make_terminal(workspace: Path, loopback: LoopbackServer) -> Iterator[Callabl
         env = {
             "OPENAI_BASE_URL": loopback.base_url,
             "OPENAI_API_KEY": TEST_API_KEY,
-            "AGENT_TUTORIAL_MODEL": "loopback-model",
+            "AGENT_TUTORIAL_MODEL": LOOPBACK_MODEL,
             **options.pop("env", {}),
         }
         terminal = Terminal(args, cwd=workspace, env=env, **options)
@@ -196,6 +201,43 @@ def run_cli_process(workspace: Path, loopback: LoopbackServer) -> RunCli:
         return CliRun(done.returncode, done.stdout, done.stderr)
 
     return invoke
+
+
+LOOPBACK_MODEL = "loopback-model"
+
+
+def open_loopback_conversation(
+    cleanup: ExitStack,
+    workspace: Path,
+    loopback: LoopbackServer,
+    chapter: int,
+    sinks: Sequence[EventSink],
+) -> Conversation:
+    """A conversation at `chapter` against the loopback server, opened as `run` opens one
+    for the REPL: settings from `workspace`, the real adapter, no approver. `cleanup`
+    closes the conversation and then the adapter."""
+    from agent_tutorial.adapters.openai_chat import OpenAIChatModel
+    from agent_tutorial.config import load_settings
+    from agent_tutorial.conversation import Conversation, ConversationSetup
+    from agent_tutorial.profiles import profile_for_chapter
+
+    settings = load_settings(workspace, {"base_url": loopback.base_url, "model": LOOPBACK_MODEL})
+    model = cleanup.enter_context(
+        OpenAIChatModel(
+            base_url=loopback.base_url, api_key=TEST_API_KEY, model=LOOPBACK_MODEL, max_retries=0
+        )
+    )
+    setup = ConversationSetup(
+        profile=profile_for_chapter(chapter),
+        settings=settings,
+        workspace=workspace,
+        model=model,
+        approver=None,
+        sinks=sinks,
+    )
+    conversation = Conversation.open(setup)
+    cleanup.callback(conversation.close)
+    return conversation
 
 
 def cli_command(*args: str) -> list[str]:
@@ -258,5 +300,5 @@ def cli_environment(loopback: LoopbackServer) -> dict[str, str]:
         **os.environ,
         "OPENAI_BASE_URL": loopback.base_url,
         "OPENAI_API_KEY": TEST_API_KEY,
-        "AGENT_TUTORIAL_MODEL": "loopback-model",
+        "AGENT_TUTORIAL_MODEL": LOOPBACK_MODEL,
     }

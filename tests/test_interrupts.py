@@ -20,9 +20,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from agent_tutorial.adapters.openai_chat import OpenAIChatModel
-from agent_tutorial.config import load_settings
-from agent_tutorial.conversation import Conversation, ConversationSetup
+from agent_tutorial.conversation import Conversation
 from agent_tutorial.core.loop import AgentRunner, TurnInterrupted
 from agent_tutorial.core.messages import (
     ToolMessage,
@@ -36,14 +34,14 @@ from agent_tutorial.core.model import ModelReply, ModelRequest
 from agent_tutorial.core.tools import ToolRegistry
 from agent_tutorial.features.builtin_tools import bash_tool
 from agent_tutorial.features.sessions import latest_session, load_session
-from agent_tutorial.profiles import profile_for_chapter
 from agent_tutorial.render import TerminalRenderer
 from agent_tutorial.repl import Repl
 from agent_tutorial.run_summary import RunSummary
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 from tests.conftest import (
-    TEST_API_KEY,
+    LOOPBACK_MODEL,
     WAIT_S,
+    open_loopback_conversation,
     processes_with_marker,
     start_cli,
     wait_until,
@@ -57,7 +55,6 @@ MakeTerminal = Callable[..., Terminal]
 
 INTERRUPTED = "Error [interrupted]: the user interrupted this tool call"
 SLEEP = {"command": "sleep 60", "timeout_s": 20}  # the timeout only bounds a failed test
-MODEL = "loopback-model"
 
 
 def sleeping(marker: str) -> bool:
@@ -155,11 +152,6 @@ class ReplUnderTest:
 def repl_at_chapter_2(workspace: Path, loopback: LoopbackServer) -> Iterator[ReplUnderTest]:
     """A REPL whose stderr console claims to be a terminal, so the spinner really runs."""
     with ExitStack() as cleanup:
-        model = cleanup.enter_context(
-            OpenAIChatModel(
-                base_url=loopback.base_url, api_key=TEST_API_KEY, model=MODEL, max_retries=0
-            )
-        )
         stderr = io.StringIO()
         renderer = TerminalRenderer(
             Console(file=io.StringIO(), width=100),
@@ -168,18 +160,11 @@ def repl_at_chapter_2(workspace: Path, loopback: LoopbackServer) -> Iterator[Rep
             markdown=True,
         )
         summary = RunSummary()
-        setup = ConversationSetup(
-            profile=profile_for_chapter(2),
-            settings=load_settings(workspace, {"base_url": loopback.base_url, "model": MODEL}),
-            workspace=workspace,
-            model=model,
-            approver=None,
-            sinks=[summary, renderer],
+        conversation = open_loopback_conversation(
+            cleanup, workspace, loopback, 2, [summary, renderer]
         )
-        conversation = Conversation.open(setup)
-        cleanup.callback(conversation.close)
         yield ReplUnderTest(
-            Repl(conversation, summary, renderer, model_name=MODEL), conversation, stderr
+            Repl(conversation, summary, renderer, model_name=LOOPBACK_MODEL), conversation, stderr
         )
 
 

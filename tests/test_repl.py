@@ -19,13 +19,10 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from agent_tutorial.adapters.openai_chat import OpenAIChatModel
-from agent_tutorial.config import load_settings
-from agent_tutorial.conversation import Conversation, ConversationSetup
+from agent_tutorial.conversation import Conversation
 from agent_tutorial.core.messages import ChatMessage, assistant_message, user_message
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.sessions import list_sessions, load_session
-from agent_tutorial.profiles import profile_for_chapter
 from agent_tutorial.render import TerminalRenderer, format_bytes
 from agent_tutorial.repl import (
     SLASH_COMMANDS,
@@ -36,11 +33,10 @@ from agent_tutorial.repl import (
     fit_toolbar,
 )
 from agent_tutorial.run_summary import RunSummary
-from tests.conftest import TEST_API_KEY
+from tests.conftest import LOOPBACK_MODEL, open_loopback_conversation
 from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
 
 ENTER, ALT_ENTER, CTRL_C, CTRL_D = "\r", "\x1b\r", "\x03", "\x04"
-MODEL = "loopback-model"
 
 
 @dataclass
@@ -68,12 +64,6 @@ def make_repl(workspace: Path, loopback: LoopbackServer) -> Iterator[MakeRepl]:
     with ExitStack() as cleanup:
 
         def make(chapter: int = 8) -> ReplHarness:
-            settings = load_settings(workspace, {"base_url": loopback.base_url, "model": MODEL})
-            model = cleanup.enter_context(
-                OpenAIChatModel(
-                    base_url=loopback.base_url, api_key=TEST_API_KEY, model=MODEL, max_retries=0
-                )
-            )
             stdout, stderr = io.StringIO(), io.StringIO()
             summary = RunSummary()
             renderer = TerminalRenderer(
@@ -82,19 +72,17 @@ def make_repl(workspace: Path, loopback: LoopbackServer) -> Iterator[MakeRepl]:
                 stream_answer=True,
                 markdown=True,
             )
-            setup = ConversationSetup(
-                profile=profile_for_chapter(chapter),
-                settings=settings,
-                workspace=workspace,
-                model=model,
-                approver=None,
-                sinks=[summary, renderer],
+            conversation = open_loopback_conversation(
+                cleanup, workspace, loopback, chapter, [summary, renderer]
             )
-            conversation = Conversation.open(setup)
-            cleanup.callback(conversation.close)
             keys = cleanup.enter_context(create_pipe_input())
             repl = Repl(
-                conversation, summary, renderer, model_name=MODEL, input=keys, output=DummyOutput()
+                conversation,
+                summary,
+                renderer,
+                model_name=LOOPBACK_MODEL,
+                input=keys,
+                output=DummyOutput(),
             )
             return ReplHarness(repl, conversation, keys, stdout, stderr)
 
