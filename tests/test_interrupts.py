@@ -396,3 +396,26 @@ def test_sighup_during_a_repl_turn_stops_the_tool_and_keeps_the_session_paired(
     path = latest_session(workspace)
     assert path is not None
     assert load_session(path, repair=False).history[-1] == tool_message(INTERRUPTED, "call-sleep")
+
+
+def test_sigterm_during_a_hook_stops_it_and_keeps_the_session_paired(
+    workspace: Path, loopback: LoopbackServer, marker: str
+) -> None:
+    config = workspace / ".agent_tutorial" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(
+        '[[hooks.PreToolUse]]\ncommand = "setsid -f sleep 61 >/dev/null 2>&1; sleep 60"\n'
+    )
+    loopback.queue(tool_stream([("call-1", "bash", {"command": "touch ran.txt"})]))
+
+    with start_cli(workspace, loopback, "run", "--chapter", "4", "-y", "--prompt", "go") as cli:
+        assert wait_until(lambda: sleeping(marker)), "the hook never started sleeping"
+        cli.send_signal(signal.SIGTERM)
+        _, stderr = cli.communicate(timeout=WAIT_S)
+
+    assert cli.returncode == 143, stderr.decode()
+    assert processes_with_marker(marker) == []
+    assert not (workspace / "ran.txt").exists()
+    path = latest_session(workspace)
+    assert path is not None
+    assert load_session(path, repair=False).history[-1] == tool_message(INTERRUPTED, "call-1")
