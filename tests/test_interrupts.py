@@ -419,3 +419,30 @@ def test_sigterm_during_a_hook_stops_it_and_keeps_the_session_paired(
     path = latest_session(workspace)
     assert path is not None
     assert load_session(path, repair=False).history[-1] == tool_message(INTERRUPTED, "call-1")
+
+
+def test_sigterm_while_the_model_answers_exits_143_with_the_prompt_saved(
+    workspace: Path, loopback: LoopbackServer
+) -> None:
+    asked, released = threading.Event(), threading.Event()
+
+    def answer_after_release(_body: dict[str, Any]) -> Reply:
+        asked.set()
+        released.wait(WAIT_S)
+        return text_stream("too late")
+
+    loopback.queue(answer_after_release)
+    try:
+        with start_cli(workspace, loopback, "run", "--chapter", "2", "--prompt", "hello") as cli:
+            assert asked.wait(WAIT_S), "the model was never asked"
+            cli.send_signal(signal.SIGTERM)
+            _, stderr = cli.communicate(timeout=WAIT_S)
+    finally:
+        released.set()
+
+    assert cli.returncode == 143, stderr.decode()
+    path = latest_session(workspace)
+    assert path is not None
+    history = load_session(path, repair=False).history
+    assert history[0].content == "hello"
+    validate_tool_pairing(history)
