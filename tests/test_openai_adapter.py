@@ -399,6 +399,17 @@ def test_client_errors_are_never_retried(
     assert len(loopback.requests) == 1
 
 
+def test_an_error_body_nested_too_deeply_to_parse_is_reported_once_not_retried(
+    loopback: LoopbackServer, model: OpenAIChatModel
+) -> None:
+    nested = Reply(status=400, raw_body=b"[" * 100_000 + b"]" * 100_000)
+    loopback.queue(nested, text_stream("never sent"))
+
+    with pytest.raises(BadRequestError):
+        model.complete(ask())
+    assert len(loopback.requests) == 1
+
+
 def test_authentication_error_is_one_readable_line(
     loopback: LoopbackServer, model: OpenAIChatModel
 ) -> None:

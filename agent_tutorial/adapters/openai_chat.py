@@ -67,10 +67,7 @@ def _non_stream_error(response: httpx2.Response) -> ModelError | None:
         text = response.read().decode("utf-8", errors="replace")
     except httpx2.RequestError:  # the body broke off too; the media type is reason enough
         text = ""
-    try:
-        body: object = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        body = text
+    body = _json_or_text(text)
     if isinstance(body, dict) and ("error" in body or body.get("object") == "error"):
         return classify_error(None, body, "")
     detail = one_line(provider_message(body))
@@ -78,6 +75,15 @@ def _non_stream_error(response: httpx2.Response) -> ModelError | None:
         f"the endpoint answered with {media_type}, not an event stream; check the base URL, "
         f"or set stream = false if the server cannot stream" + (f": {detail}" if detail else "")
     )
+
+
+def _json_or_text(text: str) -> object:
+    """An error body as JSON, or as the text it is when it is not JSON (an HTML page, or
+    JSON nested too deeply to parse)."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,10 +100,7 @@ def _refuse_retry_of_overflow(response: httpx2.Response) -> None:
     if response.status_code < 400:
         return
     response.read()
-    try:
-        body: object = json.loads(response.text)
-    except json.JSONDecodeError:
-        body = response.text
+    body = _json_or_text(response.text)
     if isinstance(classify_error(response.status_code, body, ""), PromptTooLongError):
         response.headers["x-should-retry"] = "false"
 
