@@ -235,25 +235,31 @@ class AgentRunner:
             raise TurnInterrupted("interrupted while the model was answering") from None
 
     def _ask_model_uninterrupted(self) -> ModelReply:
-        request_history = self._paired(self.context.prepare(self.history))
         try:
-            reply = self._complete(request_history)
+            reply = self._complete(self._request_history())
         except PromptTooLongError as error:
-            try:
-                recovered = self._paired(self.context.recover_from_overflow(self.history))
-            except ContextOverflowError as cannot:
-                raise ContextOverflowError(f"{cannot}: {error}") from error
-            try:
-                reply = self._complete(recovered)
-            except PromptTooLongError as again:
-                raise ContextOverflowError(
-                    f"still too long after compacting ({again}); try /compact or a fresh session"
-                ) from again
+            reply = self._complete_after_overflow(error)
         unique = _with_unique_call_ids(reply.message, self._pairing.call_ids)
         reply = replace(reply, message=unique)
         self.events.emit(ModelReplied(reply.message, reply.finish_reason, reply.usage))
         self._check_finish(reply)
         return reply
+
+    def _request_history(self) -> Sequence[ChatMessage]:
+        return self._paired(self.context.prepare(self.history))
+
+    def _complete_after_overflow(self, error: PromptTooLongError) -> ModelReply:
+        """One retry with the history the context policy shortens after the refusal."""
+        try:
+            recovered = self._paired(self.context.recover_from_overflow(self.history))
+        except ContextOverflowError as cannot:
+            raise ContextOverflowError(f"{cannot}: {error}") from error
+        try:
+            return self._complete(recovered)
+        except PromptTooLongError as again:
+            raise ContextOverflowError(
+                f"still too long after compacting ({again}); try /compact or a fresh session"
+            ) from again
 
     def _paired(self, request_history: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
         """The context policy's history, checked unless it is canonical history itself,
