@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent_tutorial.adapters.context_probe import probe_context_window
+from agent_tutorial.adapters.context_probe import MAX_ANSWER_BYTES, probe_context_window
 from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 from agent_tutorial.bootstrap import AgentDeps, build_agent
 from agent_tutorial.config import load_settings
@@ -90,6 +90,17 @@ def test_an_error_reply_or_a_bad_body_leaves_the_window_unknown(loopback: Loopba
     loopback.get_replies["/props"] = Reply(raw_body=b"not json")
 
     assert probe(loopback) is None
+
+
+def test_a_model_list_nested_too_deeply_or_too_large_is_not_read(
+    loopback: LoopbackServer,
+) -> None:
+    loopback.get_replies["/v1/models"] = Reply(raw_body=b"[" * 100_000 + b"]" * 100_000)
+    props = b'{"default_generation_settings": {"n_ctx": 2048}}'
+    loopback.get_replies["/props"] = Reply(raw_body=b" " * MAX_ANSWER_BYTES + props)
+
+    assert probe(loopback) is None
+    assert loopback.get_paths == ["/v1/models", "/props"]
 
 
 def test_an_unreachable_server_leaves_the_window_unknown() -> None:

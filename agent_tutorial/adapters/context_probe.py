@@ -9,11 +9,14 @@ says nothing usable gives None, and the byte thresholds apply as they are.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx2
 
 PROBE_TIMEOUT_S = 3.0
+MAX_ANSWER_BYTES = 1024 * 1024
+"""A larger answer is not read on (a model list is a few KB): nothing is learnt from it."""
 
 
 def probe_context_window(
@@ -35,16 +38,28 @@ def probe_context_window(
 
 
 def _get_json(client: httpx2.Client, url: str) -> Any:
+    """The answer's JSON, or None for an error status, an answer over `MAX_ANSWER_BYTES`
+    or one that is not JSON (deep nesting included)."""
     try:
-        response = client.get(url)
+        body = _read_answer(client, url)
     except httpx2.HTTPError:
         return None
-    if response.status_code != 200:
-        return None
     try:
-        return response.json()
-    except ValueError:
+        return None if body is None else json.loads(body)
+    except (ValueError, RecursionError):
         return None
+
+
+def _read_answer(client: httpx2.Client, url: str) -> bytearray | None:
+    body = bytearray()
+    with client.stream("GET", url) as response:
+        if response.status_code != 200:
+            return None
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > MAX_ANSWER_BYTES:
+                return None
+    return body
 
 
 def _server_root(base: str) -> str:
