@@ -32,12 +32,13 @@ MAX_OUTPUT_TOKENS = 8_192  # every request carries an output cap
 BASH_TIMEOUT_S = 120
 OUTPUT_KEEP_CHARS = 20_000  # bash keeps this much from the start and from the end
 WORKSPACE = Path.cwd().resolve()  # the file tools never reach outside this directory
+STATE_DIR = WORKSPACE / ".agent_tutorial"  # the agent's settings and keys: tools stay out
 SKIP_DIRS = {".git", ".venv", "node_modules", ".agent_tutorial", "__pycache__"}
 READ_LIMIT_LINES = 2_000
 MAX_GLOB_RESULTS = 500
 MAX_GREP_MATCHES = 200
 JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool, "array": list}
-CONFIG_FILE = WORKSPACE / ".agent_tutorial" / "config.toml"
+CONFIG_FILE = STATE_DIR / "config.toml"
 CONFIG: dict[str, Any] = {}  # the config file's tables; main reads it once
 EFFECTS = {"bash": "execute", "write_file": "write", "edit_file": "write"}  # the rest only read
 MODE_DEFAULTS = {  # --permission-mode: what each mode does with each effect
@@ -53,11 +54,11 @@ MAX_TODO_ITEMS = 50
 MAX_TODO_CONTENT_CHARS = 500
 REMINDER_AFTER_TOOL_ROUNDS = 3
 PLAN: list[dict[str, str]] = []  # the current plan; each todo_write replaces all of it
-SKILL_DIRS = (WORKSPACE / "skills", WORKSPACE / ".agent_tutorial" / "skills")
+SKILL_DIRS = (WORKSPACE / "skills", STATE_DIR / "skills")
 SKILLS: dict[str, tuple[str, Path, str]] = {}  # name -> (description, SKILL.md, body)
 # Chapter 8's numbers, the same as agent_tutorial/features/compaction/settings.py; every size
 # is in UTF-8 bytes of the messages as compact JSON lines.
-ARTIFACTS = WORKSPACE / ".agent_tutorial" / "artifacts"
+ARTIFACTS = STATE_DIR / "artifacts"
 PERSIST_THRESHOLD_BYTES = 30_000  # layer 1: a larger tool result goes to a file...
 BATCH_BUDGET_BYTES = 200_000  # ...and then the largest, until one batch adds at most this
 PREVIEW_HEAD_BYTES = PREVIEW_TAIL_BYTES = 2_000  # what the model still sees of it
@@ -171,6 +172,11 @@ def inside(path: str) -> Path:
         raise ToolError("io_error", f"cannot resolve {path}: {error}") from error
     if not resolved.is_relative_to(WORKSPACE):
         raise ToolError("path_outside_workspace", f"{path} is outside the workspace {WORKSPACE}")
+    state = STATE_DIR.resolve()  # compared by real path, so no symlink leads in
+    if resolved.is_relative_to(state) and not any(
+        resolved.is_relative_to(state / part) for part in ("artifacts", "skills")
+    ):
+        raise ToolError("protected_path", f"{path}: tools see only artifacts/ and skills/ here")
     return resolved
 
 
@@ -252,8 +258,11 @@ def visible_files(base: Path, pattern: str) -> Iterator[Path]:
         relative = path.relative_to(WORKSPACE) if path.is_relative_to(WORKSPACE) else None
         if relative is None or SKIP_DIRS & set(relative.parts):
             continue
-        if path.resolve().is_relative_to(WORKSPACE):  # a symlink out is not followed
-            yield path
+        try:
+            inside(str(relative))  # a symlink out, or into .agent_tutorial/, is not followed
+        except ToolError:
+            continue
+        yield path
 
 
 @tool(

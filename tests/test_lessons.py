@@ -248,6 +248,36 @@ def test_ch2_paths_that_escape_the_workspace_are_refused(
     assert not (workspace.parent / "made.txt").exists()
 
 
+def test_ch2_the_agents_own_folder_is_closed_to_the_tools_but_its_artifacts(
+    run_lesson: RunLesson, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / ".agent_tutorial" / "artifacts").mkdir(parents=True)
+    (workspace / ".agent_tutorial" / ".env").write_text("OPENAI_API_KEY=sk-in-the-env-file\n")
+    (workspace / ".agent_tutorial" / "artifacts" / "kept.txt").write_text("ARTIFACT-TEXT\n")
+    (workspace / "door").symlink_to(".agent_tutorial")
+    loopback.queue(
+        tool_stream(
+            [
+                ("e1", "read_file", {"path": ".agent_tutorial/.env"}),
+                ("e2", "read_file", {"path": "door/.env"}),
+                ("e3", "grep", {"pattern": "sk-", "path": ".agent_tutorial"}),
+                ("e4", "grep", {"pattern": "sk-in", "glob": "door/*"}),
+                ("a1", "read_file", {"path": ".agent_tutorial/artifacts/kept.txt"}),
+            ]
+        ),
+        text_stream("Kept out."),
+    )
+
+    result = run_lesson(2)
+
+    assert result.exit_code == 0, result.stderr
+    for call_id in ("e1", "e2", "e3"):
+        assert tool_reply_for(loopback, 1, call_id).startswith("Error [protected_path]")
+    assert "ARTIFACT-TEXT" in tool_reply_for(loopback, 1, "a1")
+    assert tool_reply_for(loopback, 1, "e4") == "No matches."
+    assert "sk-in-the-env-file" not in json.dumps(loopback.requests)
+
+
 def test_ch2_a_bad_call_becomes_an_error_the_model_reads(
     run_lesson: RunLesson, loopback: LoopbackServer
 ) -> None:
