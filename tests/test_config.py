@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from agent_tutorial.config import ConfigError, load_settings, missing_settings, user_config_path
+from agent_tutorial.config import (
+    ConfigError,
+    Settings,
+    load_settings,
+    missing_settings,
+    user_config_path,
+)
 from agent_tutorial.features.compaction import CompactionSettings
 
 
@@ -172,3 +180,40 @@ def test_an_invalid_compaction_table_is_a_readable_config_error(
 
     with pytest.raises(ConfigError, match=message):
         load_settings(workspace)
+
+
+TEMPLATE = Path(__file__).parent.parent / ".agent_tutorial.example" / "config.toml"
+
+
+def _template_uncommented() -> str:
+    """The template with each commented `key = value` and `[table]` line switched on, in
+    file order; a key offered twice in one table (the alternative base URLs) only once."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for line in TEMPLATE.read_text().splitlines():
+        header = re.fullmatch(r"# (\[\[?[\w.]+\]\]?)\s*", line)
+        setting = re.fullmatch(r"# ([a-z_]+) = (.*?)(\s+#.*)?", line)
+        if header:
+            seen = set()
+            lines.append(header.group(1))
+        elif setting and setting.group(1) not in seen:
+            seen.add(setting.group(1))
+            lines.append(f"{setting.group(1)} = {setting.group(2)}")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_config_template_uncommented_is_a_valid_config(workspace: Path) -> None:
+    write(workspace / ".agent_tutorial" / "config.toml", _template_uncommented())
+
+    settings = load_settings(workspace)
+
+    assert settings.shell_environment.include == ("GITHUB_TOKEN",)
+    assert settings.compaction == CompactionSettings()
+
+
+def test_the_config_template_names_every_setting() -> None:
+    text = TEMPLATE.read_text()
+    names = [*Settings.model_fields, *(f.name for f in fields(CompactionSettings))]
+    missing = [name for name in names if name != "api_key" and name not in text]
+
+    assert missing == []
