@@ -92,6 +92,13 @@ def test_a_latest_message_larger_than_the_window_stops_the_run(tmp_path: Path) -
         compaction.prepare(history_with(1, "r" * 20_000))
 
 
+def test_the_overflow_message_says_what_the_system_prompt_and_tools_take(tmp_path: Path) -> None:
+    compaction = manager(tmp_path, 4_000)
+
+    with pytest.raises(ContextOverflowError, match="tool schemas and reminders need about"):
+        compaction.prepare(history_with(1, "r" * 20_000))
+
+
 def test_layer_one_persists_what_a_small_window_cannot_hold(tmp_path: Path) -> None:
     compaction = manager(tmp_path, 4_000)  # a quarter of 10,500 B
 

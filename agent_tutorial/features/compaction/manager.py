@@ -430,9 +430,17 @@ class CompactionManager:
 
 
 def _too_large(size: int, budget: HistoryBudget) -> str:
+    """Says what the prompt's room is spent on: with a small window the system prompt and
+    tool schemas alone can fill it, and a 12-token message would otherwise look to blame."""
     window = budget.window
-    limit = f"{window.prompt_tokens:,} tokens for the prompt" if window else "the window"
     tokens = budget.calibration.tokens_for(size)
+    limit = "the window"
+    if window is not None:
+        fixed = budget.calibration.tokens_for(budget.reserved_bytes)
+        limit = (
+            f"{window.prompt_tokens:,} tokens for the prompt; the system prompt, tool schemas "
+            f"and reminders need about {fixed:,}"
+        )
     return (
         f"the latest message alone ({size:,} B, about {tokens:,} tokens) does not fit the "
         f"model's context window ({limit}); start a fresh session or use a larger window"
