@@ -4,6 +4,7 @@ it should have left alone."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -192,6 +193,18 @@ def test_tool_arguments_sent_as_a_json_object_become_json_text(
     assert [(c.name, orjson.loads(c.arguments)) for c in reply.message.tool_calls] == [
         ("glob", {"a": 1})
     ]
+
+
+@pytest.mark.parametrize("arguments", [5, True, 2.5])
+def test_tool_arguments_that_are_neither_text_nor_an_object_arrive_as_their_json_text(
+    loopback: LoopbackServer, model: OpenAIChatModel, arguments: object
+) -> None:
+    first = {"index": 0, "id": "call_1", "function": {"name": "glob", "arguments": arguments}}
+    loopback.queue(delta_stream([{"tool_calls": [first]}], finish_reason="tool_calls"))
+
+    reply = model.complete(ask())
+
+    assert [c.arguments for c in reply.message.tool_calls] == [json.dumps(arguments)]
 
 
 FINISH = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}

@@ -11,7 +11,7 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeGuard, cast
+from typing import TYPE_CHECKING, TypeGuard
 
 from agent_tutorial.adapters.provider_errors import one_line
 from agent_tutorial.core.messages import ToolCall, assistant_message
@@ -89,11 +89,12 @@ class _ToolCallAssembler:
         call = self._target(index, call_id)
         if name:
             call.add_name(name)
-        if isinstance(arguments, dict | list):
-            # llama.cpp and TGI have sent the arguments as a JSON object, not its text.
+        if arguments is not None and not isinstance(arguments, str):
+            # llama.cpp and TGI have sent the arguments as a JSON object, not its text; any
+            # other value becomes its text too, for the tool registry to refuse readably.
             arguments = json.dumps(arguments)
         if arguments:
-            call.arguments.append(cast(str, arguments))
+            call.arguments.append(arguments)
 
     def calls(self) -> tuple[ToolCall, ...]:
         return tuple(call.finish() for call in self._calls)
