@@ -6,11 +6,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 CompactionStrategy = Literal["seed", "cache-aware"]
-STRATEGIES: tuple[CompactionStrategy, ...] = ("seed", "cache-aware")
-AVAILABLE_STRATEGIES: tuple[CompactionStrategy, ...] = ("seed", "cache-aware")
+STRATEGIES: tuple[CompactionStrategy, ...] = get_args(CompactionStrategy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +127,3 @@ def check_micro_settings(keep_recent_tool_groups: int) -> None:
 def check_strategy(strategy: str) -> None:
     if strategy not in STRATEGIES:
         raise ValueError(f"compaction strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
-    if strategy not in AVAILABLE_STRATEGIES:
-        raise ValueError(
-            f"the {strategy!r} compaction strategy is not available yet; "
-            f"use one of {list(AVAILABLE_STRATEGIES)}"
-        )
