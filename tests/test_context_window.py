@@ -21,7 +21,6 @@ from agent_tutorial.features.compaction.budget import (
     TokenCalibration,
     WindowSize,
 )
-from agent_tutorial.features.context_window import describe_prompt
 from agent_tutorial.profiles import profile_for_chapter
 from tests.conftest import TEST_API_KEY, CliRun, RunCli
 from tests.loopback import LoopbackServer, Reply, text_stream
@@ -230,16 +229,6 @@ def test_the_reply_reserve_is_at_most_a_quarter_of_the_window() -> None:
 def test_cached_counts_add_up_and_stay_unknown_when_never_reported() -> None:
     assert (Usage(10, 1, 11) + Usage(5, 1, 6)).cached_prompt_tokens is None
     assert (Usage(10, 1, 11, 8) + Usage(5, 1, 6)).cached_prompt_tokens == 8
-
-
-def test_the_prompt_is_described_against_the_window_with_cached_tokens() -> None:
-    usage = Usage(3_000, 10, 3_010, cached_prompt_tokens=2_048)
-
-    assert (
-        describe_prompt(usage, WindowSize.of(12_000))
-        == "3,000 tokens (25% of 12,000), 2,048 cached"
-    )
-    assert describe_prompt(Usage(5, 1, 6), None) == "5 tokens"
 
 
 @pytest.mark.parametrize(

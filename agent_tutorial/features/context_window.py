@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import orjson
 
 from agent_tutorial.core.messages import ChatMessage
-from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest, ToolSpec, Usage
+from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest, ToolSpec
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSize
 
@@ -36,16 +36,6 @@ class ContextMeter:
     def observe(self, request_bytes: int, reply: ModelReply) -> None:
         if reply.usage is not None:
             self.calibration.observe(request_bytes, reply.usage.prompt_tokens)
-
-
-def describe_prompt(usage: Usage, window: WindowSize | None) -> str:
-    """The latest prompt's size for people: tokens, share of the window, cached tokens."""
-    text = f"{usage.prompt_tokens:,} tokens"
-    if window is not None:
-        text += f" ({usage.prompt_tokens / window.tokens:.0%} of {window.tokens:,})"
-    if usage.cached_prompt_tokens is not None:
-        text += f", {usage.cached_prompt_tokens:,} cached"
-    return text
 
 
 def request_utf8_bytes(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> int:

@@ -140,10 +140,6 @@ class Redactor:
         self._trigger = re.compile("|".join(triggers)) if triggers else None
         self.longest_value_chars = len(values[0]) if values else 0
 
-    @property
-    def active(self) -> bool:
-        return self._pattern is not None
-
     def redact(self, text: str) -> Redacted:
         parts: list[str] = []
         position = count = 0
