@@ -51,15 +51,15 @@ def _get_json(client: httpx2.Client, url: str) -> Any:
 
 
 def _read_answer(client: httpx2.Client, url: str) -> bytearray | None:
+    """The body of a 200 answer. An error's body is read too: closing a connection with
+    unread data resets it, which the server would see mid-request."""
     body = bytearray()
     with client.stream("GET", url) as response:
-        if response.status_code != 200:
-            return None
         for chunk in response.iter_bytes():
             body += chunk
             if len(body) > MAX_ANSWER_BYTES:
                 return None
-    return body
+    return body if response.status_code == 200 else None
 
 
 def _server_root(base: str) -> str:
