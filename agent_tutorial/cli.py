@@ -8,6 +8,7 @@ import stat
 import sys
 import time
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
@@ -177,7 +178,8 @@ def run(
     out, err = make_consoles(no_color=no_color)
     report = RunReport(output_format.value, file=sys.stdout, started=time.monotonic())
     try:
-        _run(options, report, out, err)
+        with ExitStack() as opened:  # what the run opened (the model's connections)
+            _run(options, report, out, err, opened)
     except RunFailed as failure:
         _print_error(err, str(failure))
         report.finish(RunOutcome(failure.subtype, error=str(failure)), chapter=chapter or 8)
@@ -204,7 +206,9 @@ _adopt_orphans = False
 there, not in `main()`, so `--help` and `--version` do not load ctypes for it."""
 
 
-def _run(options: RunOptions, report: "RunReport", out: "Console", err: "Console") -> None:
+def _run(
+    options: RunOptions, report: "RunReport", out: "Console", err: "Console", opened: ExitStack
+) -> None:
     from agent_tutorial.approval import TerminalApprover
     from agent_tutorial.conversation import ConversationSetup
     from agent_tutorial.headless import RunOutcome
@@ -237,7 +241,7 @@ def _run(options: RunOptions, report: "RunReport", out: "Console", err: "Console
         profile=profile_for_chapter(chapter),
         settings=settings,
         workspace=workspace,
-        model=_model_for(settings, workspace, chapter),
+        model=_model_for(settings, workspace, chapter, opened),
         approver=TerminalApprover(err) if _stdin_is_terminal() and err.is_terminal else None,
         sinks=report.sinks(renderer),
     )
@@ -411,7 +415,10 @@ def _decode_prompt(data: bytes, source: str) -> str:
         ) from None
 
 
-def _model_for(settings: "Settings", workspace: Path, chapter: int) -> "ModelClient":
+def _model_for(
+    settings: "Settings", workspace: Path, chapter: int, opened: ExitStack
+) -> "ModelClient":
+    """The model for the run; an adapter's connections are closed with `opened`."""
     if settings.is_demo:
         from agent_tutorial.adapters.demo import DemoModel
 
@@ -430,7 +437,7 @@ def _model_for(settings: "Settings", workspace: Path, chapter: int) -> "ModelCli
         ),
         merge_reminders=settings.merge_reminders,
     )
-    return OpenAIChatModel(
+    adapter = OpenAIChatModel(
         base_url=settings.base_url or "",
         api_key=key,
         model=settings.model or "",
@@ -438,6 +445,7 @@ def _model_for(settings: "Settings", workspace: Path, chapter: int) -> "ModelCli
         timeout_s=settings.request_timeout_s,
         wire=wire,
     )
+    return opened.enter_context(adapter)
 
 
 def _run_or_exit(conversation: "Conversation", prompt: str) -> "RunResult":
