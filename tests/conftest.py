@@ -64,6 +64,9 @@ def loopback() -> Iterator[LoopbackServer]:
         server.stop()
 
 
+_OPENAI_VARIABLES = frozenset({"OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL"})
+
+
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty project directory, made the current directory, with no endpoint settings
@@ -71,8 +74,9 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "project"
     root.mkdir()
     monkeypatch.chdir(root)
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "AGENT_TUTORIAL_MODEL"):
-        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith("AGENT_TUTORIAL_") or name in _OPENAI_VARIABLES:
+            monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
     return root
@@ -131,6 +135,10 @@ class CliRun:
     stderr: str
 
 
+OUTPUT_SIZE = {"COLUMNS": "80", "LINES": "24"}
+"""What rich assumes without a terminal, pinned: a COLUMNS the test runner inherited would
+otherwise rewrap the CLI's tables and help (a test that wants another width passes `env`)."""
+
 RunCli = Callable[..., CliRun]
 """The type of the `run_cli` and `run_cli_process` fixtures: `run_cli("run", "-p", "hi")`."""
 
@@ -148,6 +156,7 @@ def run_cli(workspace: Path, loopback: LoopbackServer) -> RunCli:
             "OPENAI_BASE_URL": loopback.base_url,
             "OPENAI_API_KEY": TEST_API_KEY,
             "AGENT_TUTORIAL_MODEL": LOOPBACK_MODEL,
+            **OUTPUT_SIZE,
             **(env or {}),
         }
         result = runner.invoke(app, list(args), input=input, env=environment)
@@ -301,4 +310,5 @@ def cli_environment(loopback: LoopbackServer) -> dict[str, str]:
         "OPENAI_BASE_URL": loopback.base_url,
         "OPENAI_API_KEY": TEST_API_KEY,
         "AGENT_TUTORIAL_MODEL": LOOPBACK_MODEL,
+        **OUTPUT_SIZE,
     }
