@@ -129,11 +129,6 @@ class CompactionManager:
         """Bytes of the last request history `prepare` returned."""
 
     @property
-    def canonical_bytes(self) -> int:
-        """Bytes of the canonical history the last call saw."""
-        return self._index.utf8_bytes
-
-    @property
     def summary_threshold_bytes(self) -> int:
         """The request size past which layer 4 summarises, for the window as now known."""
         return self._summary_threshold(self._budget.history_bytes())
