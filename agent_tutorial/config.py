@@ -40,6 +40,7 @@ from pydantic_settings import (
 from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
 from agent_tutorial.core.hooks import HooksConfig
+from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
 from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES, describe_validation_error
@@ -99,7 +100,7 @@ class Settings(BaseSettings):
     )
     """The model name the endpoint knows, or `demo` for the offline scripted demo."""
 
-    max_turns: int = Field(default=100, ge=1)
+    max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1)
     """Model calls allowed for one prompt before the run stops."""
 
     max_retries: int = Field(default=2, ge=0)

@@ -166,6 +166,8 @@ class RunResult:
 
 
 INTERRUPTED_ANSWER = "[interrupted by the user]"
+DEFAULT_MAX_TURNS = 100
+"""Model calls one prompt may take; `Settings.max_turns` starts from it."""
 
 
 class AgentRunner:
@@ -175,7 +177,7 @@ class AgentRunner:
         tools: ToolRegistry,
         *,
         system_prompt: str = "",
-        max_turns: int = 50,
+        max_turns: int = DEFAULT_MAX_TURNS,
         context: ContextPolicy | None = None,
         redaction: ResultRedaction | None = None,
         guards: Sequence[CallGuard] = (),
