@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -175,10 +176,17 @@ class Settings(BaseSettings):
         """Move a window given under `[compaction]` to the top level, where the flag, the
         environment and the server's answer put it, so the output cap and the budgets read
         one value. One given at the top level wins."""
-        if not isinstance(data, dict) or not isinstance(data.get("compaction"), dict):
+        if not isinstance(data, dict):
             return data
-        table = dict(data["compaction"])
-        window = table.pop("context_window_tokens", None)
+        table = data.get("compaction")
+        if isinstance(table, CompactionSettings):  # given whole, as code may
+            window = table.context_window_tokens
+            table = replace(table, context_window_tokens=None)
+        elif isinstance(table, dict):
+            table = dict(table)
+            window = table.pop("context_window_tokens", None)
+        else:
+            return data
         moved = {**data, "compaction": table}
         if window is not None and not any(key.lower() in _WINDOW_KEYS for key in data):
             moved["context_window_tokens"] = window

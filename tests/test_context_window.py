@@ -13,9 +13,10 @@ import pytest
 from agent_tutorial.adapters.context_probe import MAX_ANSWER_BYTES, probe_context_window
 from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 from agent_tutorial.bootstrap import AgentDeps, build_agent
-from agent_tutorial.config import load_settings
+from agent_tutorial.config import Settings, load_settings
 from agent_tutorial.core.messages import user_message
 from agent_tutorial.core.model import Usage, make_request
+from agent_tutorial.features.compaction import CompactionSettings
 from agent_tutorial.features.compaction.budget import (
     INITIAL_BYTES_PER_TOKEN,
     TokenCalibration,
@@ -148,6 +149,14 @@ def test_a_window_under_the_compaction_table_is_the_one_window(
 
     monkeypatch.setenv("AGENT_TUTORIAL_CONTEXT_WINDOW", "8192")
     assert load_settings(workspace, {"model": "demo"}).context_window_tokens == 8192
+
+
+@pytest.mark.usefixtures("workspace")  # no AGENT_TUTORIAL_CONTEXT_WINDOW from the shell
+def test_compaction_settings_given_whole_hand_their_window_to_the_top_level() -> None:
+    settings = Settings(compaction=CompactionSettings(context_window_tokens=8_000))
+
+    assert settings.context_window_tokens == 8_000
+    assert settings.compaction == CompactionSettings()
 
 
 def test_a_window_under_the_compaction_table_clamps_the_output_cap_without_asking(
