@@ -55,6 +55,9 @@ MakeTerminal = Callable[..., Terminal]
 
 INTERRUPTED = "Error [interrupted]: the user interrupted this tool call"
 SLEEP = {"command": "sleep 60", "timeout_s": 20}  # the timeout only bounds a failed test
+# Far below the 20 s tool timeout, so passing means the interrupt ended the call; loose
+# enough for a loaded machine (an idle one exits in about 0.5 s).
+PROMPTLY_S = 10.0
 
 
 def sleeping(marker: str) -> bool:
@@ -81,9 +84,7 @@ def bash_runner(workspace: Path, model: ScriptedModel) -> AgentRunner:
     return AgentRunner(model, tools)
 
 
-def test_sigint_during_bash_ends_the_turn_paired_within_two_seconds(
-    workspace: Path, marker: str
-) -> None:
+def test_sigint_during_bash_ends_the_turn_paired_promptly(workspace: Path, marker: str) -> None:
     model = ScriptedModel(
         [tool_reply(tool_call("call-sleep", "bash", json.dumps(SLEEP))), text_reply("resumed")]
     )
@@ -95,7 +96,7 @@ def test_sigint_during_bash_ends_the_turn_paired_within_two_seconds(
         runner.run("wait a minute")
 
     assert sender.sent_at is not None
-    assert time.monotonic() - sender.sent_at < 2.0
+    assert time.monotonic() - sender.sent_at < PROMPTLY_S
     assert processes_with_marker(marker) == []
     validate_tool_pairing(runner.history)
     assert runner.history[-1] == tool_message(INTERRUPTED, "call-sleep")
@@ -285,13 +286,13 @@ def interrupt_cli_during_sleep(
     return InterruptedRun(cli.returncode, seconds, stderr.decode(), leftovers, stdout.decode())
 
 
-def test_ctrl_c_in_a_one_shot_run_exits_130_within_two_seconds_leaving_nothing(
+def test_ctrl_c_in_a_one_shot_run_exits_130_promptly_leaving_nothing(
     workspace: Path, loopback: LoopbackServer, marker: str
 ) -> None:
     run = interrupt_cli_during_sleep(workspace, loopback, marker)
 
     assert run.exit_code == 130, run.stderr
-    assert run.seconds_to_exit < 2.0
+    assert run.seconds_to_exit < PROMPTLY_S
     assert run.leftovers == []
     assert "error: interrupted" in run.stderr
     assert "Traceback" not in run.stderr
@@ -340,7 +341,7 @@ def test_sigterm_and_sighup_end_a_one_shot_run_like_ctrl_c(
     run = interrupt_cli_during_sleep(workspace, loopback, marker, signal_number)
 
     assert run.exit_code == exit_code, run.stderr
-    assert run.seconds_to_exit < 2.0
+    assert run.seconds_to_exit < PROMPTLY_S
     assert run.leftovers == []
     assert f"error: interrupted by {signal_number.name}" in run.stderr
     assert "Traceback" not in run.stderr
