@@ -8,7 +8,7 @@ import stat
 import sys
 import time
 from collections.abc import Mapping
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
@@ -25,11 +25,14 @@ if TYPE_CHECKING:
 
     from agent_tutorial.config import Settings
     from agent_tutorial.conversation import Conversation, ConversationSetup
+    from agent_tutorial.core.events import EventSink
     from agent_tutorial.core.loop import RunResult
     from agent_tutorial.core.model import ModelClient
+    from agent_tutorial.features.bench import BenchReport
+    from agent_tutorial.features.bench.trace import TraceStep
     from agent_tutorial.features.compaction import CompactionStrategy
     from agent_tutorial.headless import ResultSubtype, RunReport
-    from agent_tutorial.repl import Repl
+    from agent_tutorial.render import TerminalRenderer
     from agent_tutorial.resuming import ResumeChoice
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130  # 128 + SIGINT
@@ -209,60 +212,104 @@ there, not in `main()`, so `--help` and `--version` do not load ctypes for it.""
 def _run(
     options: RunOptions, report: "RunReport", out: "Console", err: "Console", opened: ExitStack
 ) -> None:
-    from agent_tutorial.approval import TerminalApprover
-    from agent_tutorial.conversation import ConversationSetup
-    from agent_tutorial.headless import RunOutcome
-    from agent_tutorial.profiles import profile_for_chapter
-    from agent_tutorial.render import TerminalRenderer, rendering
+    """Settle the settings and the session, open the conversation, then either hand it to
+    the REPL or run the one prompt and report its answer."""
+    from agent_tutorial.render import rendering
 
-    if _adopt_orphans:
-        from agent_tutorial.adapters.processes import become_subreaper
-
-        become_subreaper()
+    _become_subreaper_if_asked()
     workspace = Path.cwd().resolve()
     settings = _settings_or_exit(workspace, options.flags)
     resume = _resume_choice(workspace, options.resume_latest, options.resume_id, err)
     chapter = _chapter_or_note(resume, options.chapter, err)
-    settings = _with_probed_window(settings, chapter)
-    if options.compaction is not None:
-        strategy = replace(settings.compaction, strategy=options.compaction)
-        settings = settings.model_copy(update={"compaction": strategy})
+    settings = _with_strategy(_with_probed_window(settings, chapter), options.compaction)
     interactive = options.prompt is None and _stdin_is_terminal()
     text = "" if interactive else _prompt_or_exit(options.prompt, settings.max_stdin_bytes)
+    renderer = _renderer(options, out, err, interactive=interactive)
+    setup = _conversation_setup(settings, workspace, chapter, report.sinks(renderer), err, opened)
+    conversation = _open_or_exit(setup, resume, err)
+    _start_report(report, conversation, settings)
+    with closing(conversation):
+        if interactive:
+            _repl_or_exit(conversation, report, renderer, settings)
+            return
+        with rendering(renderer):
+            result = _run_or_exit(conversation, text)
+    _finish_run(report, result, renderer, chapter, options.output_format)
+
+
+def _become_subreaper_if_asked() -> None:
+    if _adopt_orphans:
+        from agent_tutorial.adapters.processes import become_subreaper
+
+        become_subreaper()
+
+
+def _with_strategy(settings: "Settings", strategy: "CompactionStrategy | None") -> "Settings":
+    """The settings with `--compaction`'s strategy, when it was given."""
+    if strategy is None:
+        return settings
+    compaction = replace(settings.compaction, strategy=strategy)
+    return settings.model_copy(update={"compaction": compaction})
+
+
+def _renderer(
+    options: RunOptions, out: "Console", err: "Console", *, interactive: bool
+) -> "TerminalRenderer":
+    """The REPL streams and renders markdown; a one-shot run streams its answer only as
+    text to a terminal (otherwise it is written whole at the end, or as JSON)."""
+    from agent_tutorial.render import TerminalRenderer
+
     text_output = options.output_format is OutputFormat.text
-    renderer = TerminalRenderer(
+    return TerminalRenderer(
         out,
         err,
         stream_answer=interactive or (text_output and out.is_terminal),
         verbose=options.verbose,
         markdown=interactive,
     )
-    setup = ConversationSetup(
+
+
+def _conversation_setup(
+    settings: "Settings",
+    workspace: Path,
+    chapter: int,
+    sinks: "list[EventSink]",
+    err: "Console",
+    opened: ExitStack,
+) -> "ConversationSetup":
+    """What the conversation is built from; approval is asked only when a person is there
+    to answer on a terminal."""
+    from agent_tutorial.approval import TerminalApprover
+    from agent_tutorial.conversation import ConversationSetup
+    from agent_tutorial.profiles import profile_for_chapter
+
+    return ConversationSetup(
         profile=profile_for_chapter(chapter),
         settings=settings,
         workspace=workspace,
         model=_model_for(settings, workspace, chapter, opened),
         approver=TerminalApprover(err) if _stdin_is_terminal() and err.is_terminal else None,
-        sinks=report.sinks(renderer),
+        sinks=sinks,
     )
-    conversation = _open_or_exit(setup, None if resume is None else resume.path)
-    if resume is not None:
-        err.print(resume.resumed_line(), style="dim", highlight=False)
+
+
+def _start_report(report: "RunReport", conversation: "Conversation", settings: "Settings") -> None:
     window = conversation.agent.context_meter.window
     report.summary.context_window_tokens = None if window is None else window.tokens
     report.start(_init_record(conversation, settings.model or ""))
-    try:
-        if interactive:
-            from agent_tutorial.repl import Repl
 
-            repl = Repl(conversation, report.summary, renderer, model_name=settings.model or "")
-            _repl_or_exit(repl)
-            return
-        with rendering(renderer):
-            result = _run_or_exit(conversation, text)
-    finally:
-        conversation.close()
-    if text_output and not renderer.stream_answer:
+
+def _finish_run(
+    report: "RunReport",
+    result: "RunResult",
+    renderer: "TerminalRenderer",
+    chapter: int,
+    output_format: OutputFormat,
+) -> None:
+    """Text output not streamed as it came is written whole; then the result record."""
+    from agent_tutorial.headless import RunOutcome
+
+    if output_format is OutputFormat.text and not renderer.stream_answer:
         sys.stdout.write(result.final_text.rstrip("\n") + "\n")
     report.finish(RunOutcome("success", final_text=result.final_text), chapter=chapter)
 
@@ -317,14 +364,20 @@ def _print_warnings(err: "Console", lines: list[str]) -> None:
         err.print(Text.assemble(("warning: ", "yellow"), line), highlight=False)
 
 
-def _open_or_exit(setup: "ConversationSetup", resume: Path | None) -> "Conversation":
+def _open_or_exit(
+    setup: "ConversationSetup", resume: "ResumeChoice | None", err: "Console"
+) -> "Conversation":
+    """A new conversation, or the resumed one, which is then named on stderr."""
     from agent_tutorial.conversation import Conversation
     from agent_tutorial.features.sessions import SessionError
 
     try:
-        return Conversation.open(setup, resume)
+        conversation = Conversation.open(setup, None if resume is None else resume.path)
     except SessionError as error:
         raise RunFailed(f"cannot resume: {error}", EXIT_FAILURE) from None
+    if resume is not None:
+        err.print(resume.resumed_line(), style="dim", highlight=False)
+    return conversation
 
 
 def _settings_or_exit(workspace: Path, flags: Mapping[str, object]) -> "Settings":
@@ -462,11 +515,18 @@ def _run_or_exit(conversation: "Conversation", prompt: str) -> "RunResult":
         raise RunFailed(str(error), EXIT_FAILURE) from None
 
 
-def _repl_or_exit(repl: "Repl") -> None:
+def _repl_or_exit(
+    conversation: "Conversation",
+    report: "RunReport",
+    renderer: "TerminalRenderer",
+    settings: "Settings",
+) -> None:
     """The REPL until it ends; SIGTERM or SIGHUP end it as an interrupted run."""
     from agent_tutorial.adapters.processes import termination_exit_code
     from agent_tutorial.core.loop import TurnInterrupted
+    from agent_tutorial.repl import Repl
 
+    repl = Repl(conversation, report.summary, renderer, model_name=settings.model or "")
     try:
         repl.loop()
     except (TurnInterrupted, KeyboardInterrupt):
@@ -679,14 +739,7 @@ def bench(
 ) -> None:
     """Replay one conversation through chapter 8's strategies and its peers, and compare
     bytes, modelled prefix-cache hits and input cost."""
-    from agent_tutorial.features import bench as bench_feature
-    from agent_tutorial.features.bench.report import (
-        TABLE_WIDTH,
-        PlotUnavailableError,
-        bench_record,
-        bench_table,
-        save_plot,
-    )
+    from agent_tutorial.features.bench import run_bench
     from agent_tutorial.render import make_consoles
 
     out, err = make_consoles()
@@ -695,30 +748,49 @@ def bench(
     if session is not None:
         trace, source = _session_trace_or_exit(session, err)
     else:
-        steps, chosen_seed = turns or 300, 591 if seed is None else seed
-        trace = bench_feature.synthetic_trace(steps, chosen_seed)
-        source = f"synthetic trace, {steps:,} steps, seed {chosen_seed}"
-    report = bench_feature.run_bench(trace, source, context_window)
+        trace, source = _synthetic_trace(turns, seed)
+    report = run_bench(trace, source, context_window)
+    _print_bench(report, out, json_output=json_output)
+    if plot is not None:
+        _save_plot_or_exit(report, plot, err)
+
+
+def _synthetic_trace(turns: int | None, seed: int | None) -> tuple[list["TraceStep"], str]:
+    from agent_tutorial.features.bench import synthetic_trace
+
+    steps, chosen_seed = turns or 300, 591 if seed is None else seed
+    trace = synthetic_trace(steps, chosen_seed)
+    return trace, f"synthetic trace, {steps:,} steps, seed {chosen_seed}"
+
+
+def _print_bench(report: "BenchReport", out: "Console", *, json_output: bool) -> None:
+    """One JSON object, or the table: as wide as the terminal, or a fixed width in a pipe."""
+    from agent_tutorial.features.bench.report import TABLE_WIDTH, bench_record, bench_table
+
     if json_output:
         import orjson
 
         sys.stdout.write(orjson.dumps(bench_record(report), option=orjson.OPT_INDENT_2).decode())
         sys.stdout.write("\n")
-    else:
-        from rich.console import Console
+        return
+    from rich.console import Console
 
-        width = None if out.is_terminal else TABLE_WIDTH
-        Console(file=sys.stdout, width=width).print(bench_table(report))
-    if plot is not None:
-        try:
-            save_plot(report, plot)
-        except PlotUnavailableError as error:
-            _fail(err, str(error), EXIT_USAGE)
-        except OSError as error:
-            _fail(err, f"cannot write {plot}: {error.strerror or error}", EXIT_FAILURE)
+    width = None if out.is_terminal else TABLE_WIDTH
+    Console(file=sys.stdout, width=width).print(bench_table(report))
 
 
-def _session_trace_or_exit(session_id: str, err: "Console") -> tuple[list[Any], str]:
+def _save_plot_or_exit(report: "BenchReport", plot: Path, err: "Console") -> None:
+    from agent_tutorial.features.bench.report import PlotUnavailableError, save_plot
+
+    try:
+        save_plot(report, plot)
+    except PlotUnavailableError as error:
+        _fail(err, str(error), EXIT_USAGE)
+    except OSError as error:
+        _fail(err, f"cannot write {plot}: {error.strerror or error}", EXIT_FAILURE)
+
+
+def _session_trace_or_exit(session_id: str, err: "Console") -> tuple[list["TraceStep"], str]:
     from agent_tutorial.features.bench import session_trace
     from agent_tutorial.features.sessions import SessionError, find_session, load_session
 
