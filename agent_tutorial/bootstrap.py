@@ -114,49 +114,25 @@ class AgentDeps:
 
 
 def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
-    workspace, events = deps.workspace, deps.events
+    """Tools first, then the guards around them, then what each later chapter adds; the
+    runner is built last, once every part it is given exists."""
     tools = ToolRegistry(max_argument_bytes=deps.settings.max_tool_argument_bytes)
     agent = Agent(
         runner=AgentRunner(deps.model, tools),  # replaced below once every part exists
         profile=profile,
-        events=events,
-        workspace=workspace,
+        events=deps.events,
+        workspace=deps.workspace,
         context_meter=ContextMeter(_window(deps.settings)),
     )
-    redactor = secret_redactor(deps.settings, workspace)
-    _add_core_tools(profile, tools, workspace, deps.settings, redactor)
-    hooks = (
-        HookRegistry.from_config(deps.settings.hooks, workspace, command_hook)
-        if Capability.HOOKS in profile
-        else None
-    )
+    redactor = secret_redactor(deps.settings, deps.workspace)
+    _add_core_tools(profile, tools, deps.workspace, deps.settings, redactor)
+    hooks = _hooks(profile, deps)
     guards, turn_guards = _guards(profile, deps, hooks)
-    guidance: list[RequestGuidance] = []
-    if Capability.TODOS in profile:
-        agent.todos = TodoTracker(on_change=lambda items: _show_plan(events, items))
-        tools.register(todo_write_tool(agent.todos))
-        guidance.append(TodoReminder(agent.todos))
-    if Capability.SUBAGENTS in profile:
-        tools.register(task_tool(lambda _description: _child_runner(deps, agent, guards)))
-    if Capability.SKILLS in profile:
-        agent.skills = _discover_skills(workspace, events)
-        tools.register(load_skill_tool(agent.skills))
-    if Capability.PROJECT_INSTRUCTIONS in profile:
-        agent.instructions = _project_instructions(workspace, deps.settings, events)
+    guidance = _add_todos_and_task(agent, deps, tools, guards)
+    _add_project_knowledge(agent, deps, tools)
     model = deps.model
     if Capability.COMPACTION in profile:
-        model = MeteredModel(deps.model, agent.context_meter)
-        summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(model, events))
-        if hooks is not None:
-            summarizer = CompactionHooks(summarizer, hooks, workspace, events)
-        agent.compaction = CompactionManager(
-            workspace,
-            summarizer,
-            deps.settings.compaction,
-            context_window_tokens=deps.settings.context_window_tokens,
-            on_event=events.emit,
-            budget=_history_budget(agent, tools),
-        )
+        model = _add_compaction(agent, deps, tools, hooks)
         guidance.append(ContinueAfterSummary())
     agent.runner = AgentRunner(
         model,
@@ -168,10 +144,60 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         guards=guards,
         guidance=guidance,
         turn_guards=turn_guards,
-        events=events,
+        events=deps.events,
         history=deps.history,
     )
     return agent
+
+
+def _hooks(profile: ChapterProfile, deps: AgentDeps) -> HookRegistry | None:
+    if Capability.HOOKS not in profile:
+        return None
+    return HookRegistry.from_config(deps.settings.hooks, deps.workspace, command_hook)
+
+
+def _add_todos_and_task(
+    agent: Agent, deps: AgentDeps, tools: ToolRegistry, guards: Sequence[CallGuard]
+) -> list[RequestGuidance]:
+    """Chapter 5's plan (a tool, and a reminder of the plan in each request) and chapter
+    6's `task`, which builds a child runner when the model calls it."""
+    guidance: list[RequestGuidance] = []
+    if Capability.TODOS in agent.profile:
+        agent.todos = TodoTracker(on_change=lambda items: _show_plan(deps.events, items))
+        tools.register(todo_write_tool(agent.todos))
+        guidance.append(TodoReminder(agent.todos))
+    if Capability.SUBAGENTS in agent.profile:
+        tools.register(task_tool(lambda _description: _child_runner(deps, agent, guards)))
+    return guidance
+
+
+def _add_project_knowledge(agent: Agent, deps: AgentDeps, tools: ToolRegistry) -> None:
+    """Chapter 7: the project's skills (a catalog, loaded on demand) and its AGENTS.md."""
+    if Capability.SKILLS in agent.profile:
+        agent.skills = _discover_skills(deps.workspace, deps.events)
+        tools.register(load_skill_tool(agent.skills))
+    if Capability.PROJECT_INSTRUCTIONS in agent.profile:
+        agent.instructions = _project_instructions(deps.workspace, deps.settings, deps.events)
+
+
+def _add_compaction(
+    agent: Agent, deps: AgentDeps, tools: ToolRegistry, hooks: HookRegistry | None
+) -> ModelClient:
+    """Chapter 8: the compaction manager becomes the runner's context. Returns the model
+    the runner should call: metered, so that each reply calibrates bytes per token."""
+    model = MeteredModel(deps.model, agent.context_meter)
+    summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(model, deps.events))
+    if hooks is not None:
+        summarizer = CompactionHooks(summarizer, hooks, deps.workspace, deps.events)
+    agent.compaction = CompactionManager(
+        deps.workspace,
+        summarizer,
+        deps.settings.compaction,
+        context_window_tokens=deps.settings.context_window_tokens,
+        on_event=deps.events.emit,
+        budget=_history_budget(agent, tools),
+    )
+    return model
 
 
 REMINDER_ALLOWANCE_BYTES = 2_000
