@@ -2,8 +2,7 @@
 # Every lesson repeats the one before it on purpose, so that `make lesson-diff A=1 B=2`
 # (diff -u chapters/ch01.py chapters/ch02.py) shows exactly what this chapter adds.
 """A coding agent in one file: ask the model, run the tools it asks for, repeat.
-Standard library plus the `openai` SDK only; the full version is the `agent_tutorial` package.
-"""
+Standard library plus the `openai` SDK only; the full version is the `agent_tutorial` package."""
 
 from __future__ import annotations
 
@@ -289,8 +288,7 @@ def ask_model(client: openai.OpenAI, model: str, messages: list[Message]) -> Mes
         raise AgentError(f"the reply was cut off at the {MAX_OUTPUT_TOKENS}-token output cap")
     # An assistant message that only calls tools goes back with "" as its text, not null.
     message: Message = {"role": "assistant", "content": choice.message.content or ""}
-    calls = choice.message.tool_calls or []
-    if calls:
+    if calls := choice.message.tool_calls:
         message["tool_calls"] = [
             {
                 "id": call.id,
@@ -325,8 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-p", "--prompt", required=True, help="what to ask the agent")
     options = parser.parse_args(argv)
     model = os.environ.get("AGENT_TUTORIAL_MODEL") or os.environ.get("OPENAI_MODEL")
-    base_url = os.environ.get("OPENAI_BASE_URL")
-    api_key = os.environ.get("OPENAI_API_KEY")
+    base_url, api_key = os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY")
     if not model:
         print("error: no model: set OPENAI_MODEL (or AGENT_TUTORIAL_MODEL)", file=sys.stderr)
         return 2
@@ -342,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     except AgentError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, no traceback
+        print("error: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

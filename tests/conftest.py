@@ -117,6 +117,11 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> bool
     return True
 
 
+def sleeping(marker: str) -> bool:
+    """Whether a `sleep` carrying `marker` runs: the bash tool a test interrupts has started."""
+    return any(command.startswith("sleep") for _, command in processes_with_marker(marker))
+
+
 @pytest.fixture
 def marker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A marker every process started from now on inherits; leftovers are killed by pid."""

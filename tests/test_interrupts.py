@@ -43,6 +43,7 @@ from tests.conftest import (
     WAIT_S,
     open_loopback_conversation,
     processes_with_marker,
+    sleeping,
     start_cli,
     wait_until,
 )
@@ -58,10 +59,6 @@ SLEEP = {"command": "sleep 60", "timeout_s": 20}  # the timeout only bounds a fa
 # Far below the 20 s tool timeout, so passing means the interrupt ended the call; loose
 # enough for a loaded machine (an idle one exits in about 0.5 s).
 PROMPTLY_S = 10.0
-
-
-def sleeping(marker: str) -> bool:
-    return any(command.startswith("sleep") for _, command in processes_with_marker(marker))
 
 
 class SigintWhenSleeping(threading.Thread):

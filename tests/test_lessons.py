@@ -8,6 +8,7 @@ import ast
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -27,7 +28,14 @@ from agent_tutorial.features.compaction import (
 from agent_tutorial.features.compaction.breaker import MAX_CONSECUTIVE_SUMMARY_FAILURES
 from agent_tutorial.features.compaction.summary import SUMMARY_FIELDS, SUMMARY_INSTRUCTION
 from agent_tutorial.features.todos import REMINDER_AFTER_TOOL_ROUNDS
-from tests.conftest import TEST_API_KEY, CliRun
+from tests.conftest import (
+    TEST_API_KEY,
+    WAIT_S,
+    CliRun,
+    processes_with_marker,
+    sleeping,
+    wait_until,
+)
 from tests.contracts import (
     ANY_PATH,
     ARTIFACTS,
@@ -75,6 +83,23 @@ CHAPTERS = range(1, 9)
 RunLesson = Callable[..., CliRun]
 
 
+def lesson_command(chapter: int, *args: str) -> list[str]:
+    return [sys.executable, str(LESSONS / f"ch{chapter:02d}.py"), *args]
+
+
+def lesson_environment(
+    loopback: LoopbackServer, env: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Our environment plus the loopback endpoint and model a lesson reads, then `env`."""
+    return {
+        **os.environ,
+        "OPENAI_BASE_URL": loopback.base_url,
+        "OPENAI_API_KEY": TEST_API_KEY,
+        "AGENT_TUTORIAL_MODEL": "loopback-model",
+        **(env or {}),
+    }
+
+
 @pytest.fixture
 def run_lesson(workspace: Path, loopback: LoopbackServer) -> Iterator[RunLesson]:
     """Runs `python chapters/chNN.py --prompt PROMPT ARGS` in `workspace` against a loopback
@@ -85,17 +110,10 @@ def run_lesson(workspace: Path, loopback: LoopbackServer) -> Iterator[RunLesson]
     def run(
         chapter: int, *args: str, prompt: str = "go", env: dict[str, str] | None = None
     ) -> CliRun:
-        environment = {
-            **os.environ,
-            "OPENAI_BASE_URL": loopback.base_url,
-            "OPENAI_API_KEY": TEST_API_KEY,
-            "AGENT_TUTORIAL_MODEL": "loopback-model",
-            **(env or {}),
-        }
         done = subprocess.run(
-            [sys.executable, str(LESSONS / f"ch{chapter:02d}.py"), "--prompt", prompt, *args],
+            lesson_command(chapter, "--prompt", prompt, *args),
             cwd=workspace,
-            env=environment,
+            env=lesson_environment(loopback, env),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -194,6 +212,38 @@ def test_lesson_turns_a_provider_error_into_one_line_without_a_traceback(
     assert line.startswith("error: the model request failed: ")
     assert "does not exist" in line
     assert result.stdout == ""
+
+
+@pytest.mark.usefixtures("sigint_raises_keyboard_interrupt")
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_ctrl_c_while_bash_runs_ends_the_lesson_with_130_and_one_line_leaving_nothing(
+    workspace: Path, loopback: LoopbackServer, marker: str, chapter: int
+) -> None:
+    loopback.quirks = STRICT_SERVER
+    loopback.queue(tool_stream([("b1", "bash", {"command": "sleep 60"})]))
+
+    with subprocess.Popen(
+        lesson_command(chapter, "--prompt", "wait", *auto(chapter)),
+        cwd=workspace,
+        env=lesson_environment(loopback),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as lesson:
+        try:
+            assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
+            lesson.send_signal(signal.SIGINT)
+            stdout, stderr = lesson.communicate(timeout=WAIT_S)
+        finally:
+            if lesson.poll() is None:
+                lesson.kill()
+
+    assert lesson.returncode == 130, stderr
+    assert stderr.splitlines()[-1:] == ["error: interrupted"]
+    assert "Traceback" not in stderr
+    assert stdout == ""
+    assert processes_with_marker(marker) == []
 
 
 # --- chapter 1: the loop and bash ----------------------------------------------------------
@@ -340,17 +390,12 @@ def test_ch3_on_a_terminal_the_user_is_asked_and_the_answer_decides(
         ),
         text_stream("One of two."),
     )
-    environment = {
-        **os.environ,
-        "OPENAI_BASE_URL": loopback.base_url,
-        "OPENAI_API_KEY": TEST_API_KEY,
-        "AGENT_TUTORIAL_MODEL": "loopback-model",
-    }
+    command, *args = lesson_command(3, "--prompt", "write both")
     child = pexpect.spawn(
-        sys.executable,
-        [str(LESSONS / "ch03.py"), "--prompt", "write both"],
+        command,
+        args,
         cwd=str(workspace),
-        env=environment,
+        env=lesson_environment(loopback),
         encoding="utf-8",
         timeout=60,
     )
