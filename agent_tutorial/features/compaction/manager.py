@@ -133,11 +133,6 @@ class CompactionManager:
         """The request size past which layer 4 summarises, for the window as now known."""
         return self._summary_threshold(self._budget.history_bytes())
 
-    @property
-    def automatic_summaries_enabled(self) -> bool:
-        """False once the circuit breaker has opened after repeated summary failures."""
-        return self._breaker.closed
-
     # --- the loop's ContextPolicy ----------------------------------------------------------
 
     def process_tool_results(self, results: Sequence[ToolResult]) -> list[ToolResult]:
