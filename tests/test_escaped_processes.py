@@ -5,13 +5,12 @@ finds and kills what escaped. Processes are found by `conftest.processes_with_ma
 from __future__ import annotations
 
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import WAIT_S, cli_command, cli_environment, processes_with_marker
+from tests.conftest import WAIT_S, RunCli, processes_with_marker
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 
 DAEMON = (
@@ -30,28 +29,14 @@ ESCAPES = {
 }
 
 
-def run_cli_to_the_end(workspace: Path, loopback: LoopbackServer, *args: str) -> str:
-    """Run the CLI subprocess until it exits by itself; return its stderr."""
-    completed = subprocess.run(
-        cli_command(*args),
-        cwd=workspace,
-        env=cli_environment(loopback),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=WAIT_S,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr.decode()
-    return completed.stderr.decode()
-
-
 @pytest.mark.parametrize("command", ESCAPES.values(), ids=ESCAPES.keys())
 def test_nothing_a_bash_call_started_survives_it(
-    workspace: Path, loopback: LoopbackServer, marker: str, command: str
+    run_cli_process: RunCli, loopback: LoopbackServer, marker: str, command: str
 ) -> None:
     loopback.queue(tool_stream([("call-1", "bash", {"command": command})]), text_stream("done"))
 
-    run_cli_to_the_end(workspace, loopback, "run", "--chapter", "2", "--prompt", "start it")
+    finished = run_cli_process("run", "--chapter", "2", "--prompt", "start it", timeout_s=WAIT_S)
+    assert finished.exit_code == 0, finished.stderr
 
     assert processes_with_marker(marker) == []
     tool_result = loopback.requests[1]["messages"][-1]
@@ -60,7 +45,7 @@ def test_nothing_a_bash_call_started_survives_it(
 
 
 def test_nothing_a_hook_started_survives_it(
-    workspace: Path, loopback: LoopbackServer, marker: str
+    workspace: Path, run_cli_process: RunCli, loopback: LoopbackServer, marker: str
 ) -> None:
     config = workspace / ".agent_tutorial" / "config.toml"
     config.parent.mkdir()
@@ -72,19 +57,21 @@ def test_nothing_a_hook_started_survives_it(
     )
     loopback.queue(tool_stream([("call-1", "bash", {"command": "true"})]), text_stream("done"))
 
-    run_cli_to_the_end(workspace, loopback, "run", "--chapter", "4", "-y", "--prompt", "go")
+    finished = run_cli_process("run", "--chapter", "4", "-y", "--prompt", "go", timeout_s=WAIT_S)
+    assert finished.exit_code == 0, finished.stderr
 
     assert processes_with_marker(marker) == []
     assert "exit code 0" in loopback.requests[1]["messages"][-1]["content"]
 
 
 def test_reaping_escapees_leaves_the_commands_own_exit_status(
-    workspace: Path, loopback: LoopbackServer, marker: str
+    run_cli_process: RunCli, loopback: LoopbackServer, marker: str
 ) -> None:
     command = f"{ESCAPES['double-forked daemon']}; {ESCAPES['setsid -f']}; exit 7"
     loopback.queue(tool_stream([("call-1", "bash", {"command": command})]), text_stream("done"))
 
-    run_cli_to_the_end(workspace, loopback, "run", "--chapter", "2", "--prompt", "start it")
+    finished = run_cli_process("run", "--chapter", "2", "--prompt", "start it", timeout_s=WAIT_S)
+    assert finished.exit_code == 0, finished.stderr
 
     assert processes_with_marker(marker) == []
     assert "[exit code 7" in loopback.requests[1]["messages"][-1]["content"]

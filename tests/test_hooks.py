@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -31,7 +32,7 @@ from agent_tutorial.core.messages import ToolMessage, UserMessage, tool_call
 from agent_tutorial.core.permissions import PermissionPolicy
 from agent_tutorial.core.tools import ParsedCall, ToolResult, tool_success
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
-from tests.conftest import cli_command, cli_environment, run_measuring_peak_rss
+from tests.conftest import cli_command, cli_environment, run_measuring_peak_rss, wait_until
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 from tests.test_permissions import ScriptedApprover, make_tools, parse
 
@@ -220,23 +221,20 @@ def test_timeout_kills_the_hook_and_its_children(workspace: Path) -> None:
     result = assert_error(guard.before_call(parse("bash", **BASH_LS)), "hook_execution_error")
     assert time.monotonic() - started < 10
     assert "timed out after 0.5 s and was killed" in result.content
-    wait_until_gone(int(child_pid_file.read_text()))
+    child = int(child_pid_file.read_text())
+    gone = wait_until(lambda: gone_or_zombie(child), timeout_s=10)
+    if not gone:
+        os.kill(child, signal.SIGKILL)
+    assert gone, f"process {child} outlived its hook"
 
 
-def wait_until_gone(pid: int, deadline_s: float = 10) -> None:
-    """Wait for a process to disappear (or be a zombie awaiting its reaper)."""
-    deadline = time.monotonic() + deadline_s
-    status_file = Path(f"/proc/{pid}/stat")
-    while time.monotonic() < deadline:
-        try:
-            state = status_file.read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return
-        if state == "Z":
-            return
-        time.sleep(0.02)
-    os.kill(pid, 9)
-    raise AssertionError(f"process {pid} outlived its hook")
+def gone_or_zombie(pid: int) -> bool:
+    """True once a process has exited (a zombie only awaits its reaper)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"
 
 
 def test_updated_input_replaces_the_arguments(workspace: Path) -> None:
