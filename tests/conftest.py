@@ -22,6 +22,7 @@ from tests.loopback import LoopbackServer
 from tests.terminal import Terminal
 
 if TYPE_CHECKING:
+    from agent_tutorial.adapters.openai_chat import OpenAIChatModel
     from agent_tutorial.conversation import Conversation
     from agent_tutorial.core.events import EventSink
 
@@ -218,6 +219,31 @@ def run_cli_process(workspace: Path, loopback: LoopbackServer) -> RunCli:
 
 
 LOOPBACK_MODEL = "loopback-model"
+
+MakeAdapter = Callable[..., "OpenAIChatModel"]
+"""The type of the `make_adapter` fixture: `make_adapter(max_retries=2, wire=WireOptions())`."""
+
+
+@pytest.fixture
+def make_adapter(loopback: LoopbackServer) -> Iterator[MakeAdapter]:
+    """Makes the real OpenAI adapter for the loopback server, with the test key and model
+    and no SDK retries unless a test asks for them (other keywords go to the adapter as
+    they are); every adapter made is closed after the test."""
+    from agent_tutorial.adapters.openai_chat import OpenAIChatModel
+
+    with ExitStack() as made:
+
+        def make(*, max_retries: int = 0, **options: Any) -> OpenAIChatModel:
+            adapter = OpenAIChatModel(
+                base_url=loopback.base_url,
+                api_key=TEST_API_KEY,
+                model=LOOPBACK_MODEL,
+                max_retries=max_retries,
+                **options,
+            )
+            return made.enter_context(adapter)
+
+        yield make
 
 
 def open_loopback_conversation(

@@ -9,7 +9,7 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,8 @@ from agent_tutorial.core.model import ModelRequest, PromptTooLongError, Provider
 from agent_tutorial.core.tools import ToolDefinition, ToolRegistry, ToolResult, tool_success
 from agent_tutorial.features.builtin_tools import bash_tool, file_tools, search_tools
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
+from tests.conftest import TEST_API_KEY, MakeAdapter
 from tests.loopback import LoopbackServer, Reply, cut_stream, delta_stream, text_stream
-
-API_KEY = "sk-review-secret-0123456789"
 
 
 def run_tool(workspace: Path, name: str, **arguments: object) -> ToolResult:
@@ -170,11 +169,8 @@ def test_from_wire_rejects_malformed_tool_calls_with_a_value_error(tool_calls: o
 
 
 @pytest.fixture
-def model(loopback: LoopbackServer) -> Iterator[OpenAIChatModel]:
-    with OpenAIChatModel(
-        base_url=loopback.base_url, api_key=API_KEY, model="loopback-model", max_retries=0
-    ) as client:
-        yield client
+def model(make_adapter: MakeAdapter) -> OpenAIChatModel:
+    return make_adapter()
 
 
 def ask(on_text: Any = None) -> ModelRequest:
@@ -249,12 +245,12 @@ def test_a_json_reply_to_a_stream_request_is_a_clear_error_sent_once(
 def test_a_login_page_instead_of_a_stream_is_named_without_the_key(
     loopback: LoopbackServer, model: OpenAIChatModel
 ) -> None:
-    page = f"<html><body><h1>Sign in</h1><p>Bearer {API_KEY}</p></body></html>".encode()
+    page = f"<html><body><h1>Sign in</h1><p>Bearer {TEST_API_KEY}</p></body></html>".encode()
     loopback.queue(Reply(raw_body=page))  # the loopback labels it application/json
 
     with pytest.raises(ProviderError, match="Sign in") as raised:
         model.complete(ask())
-    assert API_KEY not in str(raised.value)
+    assert TEST_API_KEY not in str(raised.value)
     assert len(loopback.requests) == 1
 
 

@@ -4,7 +4,6 @@ reasons, usage, retries, provider error shapes and cut streams, all over real HT
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from agent_tutorial.core.model import (
     ToolSpec,
     Usage,
 )
+from tests.conftest import TEST_API_KEY, MakeAdapter
 from tests.loopback import (
     LoopbackServer,
     Reply,
@@ -43,7 +43,6 @@ from tests.loopback import (
 )
 from tests.test_error_classification import OVERFLOW_REPLIES
 
-API_KEY = "loopback-secret-key-7f3a9c"
 MAX_RETRIES = 2
 BASH_SPEC = ToolSpec(
     name="bash",
@@ -53,11 +52,8 @@ BASH_SPEC = ToolSpec(
 
 
 @pytest.fixture
-def model(loopback: LoopbackServer) -> Iterator[OpenAIChatModel]:
-    with OpenAIChatModel(
-        base_url=loopback.base_url, api_key=API_KEY, model="loopback-model", max_retries=MAX_RETRIES
-    ) as client:
-        yield client
+def model(make_adapter: MakeAdapter) -> OpenAIChatModel:
+    return make_adapter(max_retries=MAX_RETRIES)
 
 
 def ask(text: str = "hello", **fields: Any) -> ModelRequest:
@@ -187,7 +183,7 @@ def test_the_api_key_is_sent_as_a_bearer_token(
 
     model.complete(ask())
 
-    assert loopback.headers[0]["authorization"] == f"Bearer {API_KEY}"
+    assert loopback.headers[0]["authorization"] == f"Bearer {TEST_API_KEY}"
 
 
 # --- tool calls ----------------------------------------------------------------------------
@@ -424,12 +420,12 @@ def test_authentication_error_is_one_readable_line(
 def test_the_api_key_echoed_by_the_server_is_redacted(
     loopback: LoopbackServer, model: OpenAIChatModel
 ) -> None:
-    loopback.queue(error_reply(401, {"error": {"message": f"Incorrect API key: {API_KEY}"}}))
+    loopback.queue(error_reply(401, {"error": {"message": f"Incorrect API key: {TEST_API_KEY}"}}))
 
     with pytest.raises(AuthenticationError) as caught:
         model.complete(ask())
 
-    assert API_KEY not in str(caught.value)
+    assert TEST_API_KEY not in str(caught.value)
     assert "[redacted]" in str(caught.value)
     assert caught.value.__suppress_context__
 
@@ -451,7 +447,7 @@ def test_an_unreachable_endpoint_is_a_connection_failure() -> None:
     unreachable = f"http://127.0.0.1:{port}/v1"
 
     with (
-        OpenAIChatModel(base_url=unreachable, api_key=API_KEY, model="m", max_retries=0) as client,
+        OpenAIChatModel(base_url=unreachable, api_key="k", model="m", max_retries=0) as client,
         pytest.raises(ConnectionFailedError, match="could not reach the endpoint") as caught,
     ):
         client.complete(ask())

@@ -4,7 +4,7 @@ one leading system message, missing usage and streamed tool-call ids."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,6 +25,7 @@ from agent_tutorial.core.model import (
     ProviderError,
     ToolSpec,
 )
+from tests.conftest import MakeAdapter
 from tests.loopback import (
     LoopbackServer,
     cut_stream,
@@ -54,24 +55,9 @@ MakeModel = Callable[..., OpenAIChatModel]
 
 
 @pytest.fixture
-def make_model(loopback: LoopbackServer) -> Iterator[MakeModel]:
+def make_model(make_adapter: MakeAdapter) -> MakeModel:
     """An adapter for the loopback server with these wire options (no SDK retries)."""
-    made: list[OpenAIChatModel] = []
-
-    def make(**options: Any) -> OpenAIChatModel:
-        model = OpenAIChatModel(
-            base_url=loopback.base_url,
-            api_key="loopback-key-0123456789",
-            model="loopback-model",
-            max_retries=0,
-            wire=WireOptions(**options),
-        )
-        made.append(model)
-        return model
-
-    yield make
-    for model in made:
-        model.close()
+    return lambda **options: make_adapter(wire=WireOptions(**options))
 
 
 def ask(*messages: Any, tools: tuple[ToolSpec, ...] = (BASH,), **fields: Any) -> ModelRequest:
