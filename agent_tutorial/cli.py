@@ -296,7 +296,9 @@ def _conversation_setup(
 def _start_report(report: "RunReport", conversation: "Conversation", settings: "Settings") -> None:
     window = conversation.agent.context_meter.window
     report.summary.context_window_tokens = None if window is None else window.tokens
-    report.start(_init_record(conversation, settings.model or ""))
+    report.start(
+        _init_record(conversation, settings.model or ""), lambda: conversation.saved_session_id
+    )
 
 
 def _finish_run(

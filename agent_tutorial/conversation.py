@@ -51,6 +51,9 @@ class Conversation:
         self.setup = setup
         self.log: SessionLog | None = None
         self.session_id = ""
+        self.saved_session_id: str | None = None
+        """The id `--resume` can find: None while no session file is open, and after a new
+        session that got no message was closed (its empty file is deleted)."""
         self._agent: Agent | None = None
 
     @property
@@ -130,7 +133,8 @@ class Conversation:
     def close(self) -> None:
         """Close the session log; a new session nobody wrote a message in is deleted."""
         if self.log is not None:
-            self.log.close_discarding_if_empty()
+            if self.log.close_discarding_if_empty():
+                self.saved_session_id = None
             self.log = None
 
     def _restore_summary(self, loaded: LoadedSession) -> None:
@@ -158,11 +162,13 @@ class Conversation:
         return build_agent(self.setup.profile, deps)
 
     def _attach_log(self, open_log: Callable[[], SessionLog]) -> None:
+        self.saved_session_id = None
         try:
             self.log = open_log()
         except SessionError as error:
             self.agent.events.emit(Notice("warning", f"session not saved: {error}"))
             return
+        self.saved_session_id = self.session_id
         self.agent.events.subscribe(self.log)
 
     def _end_turn(self) -> None:

@@ -3,15 +3,18 @@ it work here too.
 
 json prints one result object when the run ends, success or failure. stream-json prints one
 object per line: a `system/init` line first, then the agent's events, then the same result
-object; every line carries `session_id`. The event lines are this module's own shape, kept
-apart from the session file's record format (`features.session_log`), so either can change
-without the other.
+object; every line carries `session_id`. The result's `session_id` is the one a script can
+`--resume`: null when the run kept no session file (none could be opened, or a hook blocked
+the prompt and the empty file was deleted). The init and event lines keep the id the run
+announced: they describe the run as it went. The event lines are this module's own shape,
+kept apart from the session file's record format (`features.session_log`), so either can
+change without the other.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import IO, Any, Literal
 
@@ -214,6 +217,7 @@ class RunReport:
         self.summary = RunSummary()
         self.stream = StreamJsonSink(file) if output_format == "stream-json" else None
         self._init: Record | None = None
+        self._saved_session_id: Callable[[], str | None] = lambda: None
 
     def sinks(self, renderer: EventSink) -> list[EventSink]:
         """The summary, and the terminal renderer; under stream-json the event lines
@@ -222,9 +226,11 @@ class RunReport:
             return [self.summary, renderer]
         return [self.summary, self.stream, NoticesOnly(renderer)]
 
-    def start(self, init: Record) -> None:
-        """The session exists: stream-json opens with its `system/init` line."""
+    def start(self, init: Record, saved_session_id: Callable[[], str | None]) -> None:
+        """The session exists: stream-json opens with its `system/init` line.
+        `saved_session_id` is asked when the result is written, after the session closed."""
         self._init = init
+        self._saved_session_id = saved_session_id
         if self.stream is not None:
             self.stream.start(init)
 
@@ -233,11 +239,11 @@ class RunReport:
         before its session started."""
         if self.output_format == "text":
             return
-        init = self._init or {"session_id": None, "chapter": chapter}
+        init = self._init or {"chapter": chapter}
         record = result_record(
             outcome,
             self.summary,
-            session_id=init["session_id"],
+            session_id=self._saved_session_id(),
             chapter=init["chapter"],
             duration_ms=round((time.monotonic() - self.started) * 1000),
         )

@@ -13,6 +13,7 @@ from agent_tutorial.core.model import Usage
 from agent_tutorial.headless import stream_event
 from tests.conftest import CliRun, RunCli
 from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
+from tests.test_chapters_3_to_7_cli import hook_table, python_hook, write_config
 
 UNAUTHORIZED = {"error": {"message": "Incorrect API key provided"}}
 
@@ -59,8 +60,7 @@ def test_json_success_is_one_result_object_with_claude_code_fields(
     assert record["chapter"] == 2 and record["tool_calls"] == 1
     assert isinstance(record["duration_ms"], int) and record["duration_ms"] >= 0
     assert "error" not in record
-    sessions = list((workspace / ".agent_tutorial" / "sessions").glob("*.jsonl"))
-    assert [path.name for path in sessions if record["session_id"] in path.name]
+    assert [path.name for path in saved_sessions(workspace) if record["session_id"] in path.name]
 
 
 def test_json_on_a_401_is_one_error_result_and_exit_1(
@@ -187,6 +187,46 @@ def test_stream_json_failing_before_a_session_prints_the_result_line_alone(
     assert result.exit_code == 2
     assert len(lines) == 1 and lines[0]["type"] == "result"
     assert lines[0]["is_error"] is True and lines[0]["session_id"] is None
+
+
+def block_every_prompt(workspace: Path) -> None:
+    """A UserPromptSubmit hook that refuses every prompt, so the run writes no message."""
+    refuse = "import sys\nprint('no prompts today', file=sys.stderr)\nsys.exit(2)\n"
+    command = python_hook(workspace, "refuse.py", refuse)
+    write_config(workspace, hook_table("UserPromptSubmit", command))
+
+
+def saved_sessions(workspace: Path) -> list[Path]:
+    return list((workspace / ".agent_tutorial" / "sessions").glob("*.jsonl"))
+
+
+def test_json_result_of_a_blocked_prompt_names_no_session_since_none_was_kept(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    block_every_prompt(workspace)
+
+    result = run_cli("run", "-c", "4", "-p", "go", "--output-format", "json")
+
+    record = json_result(result)
+    assert result.exit_code == 1
+    assert "no prompts today" in record["error"]
+    assert saved_sessions(workspace) == []  # so there is nothing to --resume
+    assert record["session_id"] is None
+    assert loopback.requests == []
+
+
+def test_stream_json_blocked_prompt_keeps_the_announced_id_but_the_result_names_none(
+    run_cli: RunCli, workspace: Path
+) -> None:
+    block_every_prompt(workspace)
+
+    result = run_cli("run", "-c", "4", "-p", "go", "--output-format", "stream-json")
+
+    lines = stream_lines(result)
+    assert result.exit_code == 1
+    assert lines[0]["subtype"] == "init" and lines[0]["session_id"]
+    assert lines[-1]["type"] == "result" and lines[-1]["session_id"] is None
+    assert saved_sessions(workspace) == []
 
 
 def test_an_empty_final_answer_prints_a_notice_on_stderr(
