@@ -30,12 +30,11 @@ from agent_tutorial.features.compaction import (
 from agent_tutorial.testing import ScriptedModel, ScriptedReply, text_reply, tool_reply
 from tests.test_compaction_support import (
     SUMMARY,
+    TRANSCRIPT_1,
     FakeSummarizer,
     counting_ids,
     history_with,
 )
-
-TRANSCRIPT_1 = ".agent_tutorial/artifacts/transcript-id-1.jsonl"
 
 
 class EmitInput(BaseModel):

@@ -33,16 +33,15 @@ from agent_tutorial.features.compaction import (
 )
 from agent_tutorial.features.compaction import index as canonical_index
 from tests.test_compaction_support import (
+    BIG,
     SUMMARY,
+    TRANSCRIPT_1,
     FakeSummarizer,
     Recorder,
     history_with,
     make_manager,
     tool_group,
 )
-
-TRANSCRIPT_1 = ".agent_tutorial/artifacts/transcript-id-1.jsonl"
-BIG = "x" * 30_000  # two of these in a request exceed the 50,000-byte summary threshold
 
 
 def cheap_layers(history: History) -> tuple[ChatMessage, ...]:

@@ -25,6 +25,11 @@ from agent_tutorial.features.compaction import (
 from agent_tutorial.features.compaction.persist import ResultPersister
 from agent_tutorial.features.compaction.store import ArtifactStore
 
+TRANSCRIPT_1 = ".agent_tutorial/artifacts/transcript-id-1.jsonl"
+"""Where the first summary's transcript is written (ids come from `counting_ids`)."""
+BIG = "x" * 30_000
+"""Two of these in a request exceed the 50,000-byte summary threshold."""
+
 SUMMARY = CompactionSummary(
     current_goal="Tour the repository",
     key_findings=("the loop lives in core/loop.py",),

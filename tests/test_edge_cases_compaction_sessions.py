@@ -49,6 +49,7 @@ from tests.conftest import TEST_API_KEY
 from tests.loopback import LoopbackServer, text_stream
 from tests.strategies import MessageGroup, paired_message_groups
 from tests.test_compaction_support import (
+    BIG,
     SUMMARY,
     FakeSummarizer,
     Recorder,
@@ -58,7 +59,6 @@ from tests.test_compaction_support import (
 )
 
 TRANSCRIPT_2 = ".agent_tutorial/artifacts/transcript-id-2.jsonl"  # the reactive one
-BIG = "x" * 30_000  # two of these in a request exceed the 50,000-byte summary threshold
 SUMMARY_JSON = json.dumps(
     {
         "current_goal": "read the three files",
