@@ -154,7 +154,8 @@ def test_interrupt_inside_the_child_interrupts_the_parent_turn() -> None:
     assert task_results(family.parent)[-1].startswith("Error [interrupted]")
 
 
-def test_child_events_arrive_wrapped_at_depth_one() -> None:
+def delegated_once_with_a_child_tool_call() -> Family:
+    """A parent that delegated once; its child called `noop` (id c1), then answered."""
     family = Family(
         [
             task_call(),
@@ -164,6 +165,11 @@ def test_child_events_arrive_wrapped_at_depth_one() -> None:
         ]
     )
     family.parent.run("please delegate")
+    return family
+
+
+def test_child_events_arrive_wrapped_at_depth_one() -> None:
+    family = delegated_once_with_a_child_tool_call()
     nested = [event for event in family.log.events if isinstance(event, NestedEvent)]
     assert {event.depth for event in nested} == {1}
     inner = [event.event for event in nested]
@@ -174,15 +180,7 @@ def test_child_events_arrive_wrapped_at_depth_one() -> None:
 
 
 def test_child_history_never_enters_the_parent_history() -> None:
-    family = Family(
-        [
-            task_call(),
-            tool_reply(tool_call("c1", "noop", "{}")),
-            text_reply("found"),
-            text_reply("ok"),
-        ]
-    )
-    family.parent.run("please delegate")
+    family = delegated_once_with_a_child_tool_call()
     parent_text = orjson.dumps([repr(m) for m in family.parent.history]).decode()
     assert "c1" not in parent_text
     assert family.children[0].history[0] == user_message("find the bug")
