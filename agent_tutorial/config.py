@@ -137,8 +137,9 @@ class Settings(BaseSettings):
     """Stream replies; turn off for a server that cannot stream (text then appears at once)."""
 
     merge_reminders: bool = _WIRE.merge_reminders
-    """Join each `<system-reminder>` note to the user turn next to it, for chat templates
-    that demand strict user/assistant alternation."""
+    """Join each `<system-reminder>` note to the user turn next to it (and a prompt whose
+    request failed to the next prompt), for chat templates that demand strict
+    user/assistant alternation."""
 
     permission_mode: PermissionMode = "ask"
     """ask, accept-edits or auto; see chapter 3."""

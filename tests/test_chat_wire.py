@@ -110,10 +110,20 @@ def test_merging_joins_a_reminder_with_no_user_turn_before_it_to_the_one_after()
     assert wire[2]["content"] == system_reminder("[Compacted]") + "\n\nnext"
 
 
-def test_merging_leaves_two_turns_of_the_user_apart() -> None:
+def test_merging_joins_a_prompt_left_without_a_reply_to_the_next_one() -> None:
+    # A failed request leaves the user's prompt unanswered; a template that demands
+    # alternation would refuse every later request if the two stayed apart.
     history = [user_message("one"), user_message("two")]
 
-    assert wire_messages(history, merge_reminders=True) == [to_wire(m) for m in history]
+    assert wire_messages(history, merge_reminders=True) == [
+        {"role": "user", "content": "one\n\ntwo"}
+    ]
+
+
+def test_without_merging_two_turns_of_the_user_stay_apart() -> None:
+    history = [user_message("one"), user_message("two")]
+
+    assert wire_messages(history) == [to_wire(m) for m in history]
 
 
 def test_merging_is_off_by_default() -> None:

@@ -356,6 +356,20 @@ def test_merged_reminders_satisfy_a_template_that_demands_alternation(
     assert [message["role"] for message in loopback.requests[0]["messages"]] == ["system", "user"]
 
 
+def test_merging_lets_that_template_take_a_prompt_whose_request_had_failed(
+    loopback: LoopbackServer, make_model: MakeModel
+) -> None:
+    loopback.quirks = Quirks(strict_alternation=True, system_only_first=True)
+    loopback.queue(text_stream("ok"))
+
+    make_model(merge_reminders=True).complete(
+        ask(system_message("prompt"), user_message("first"), user_message("second"))
+    )
+
+    assert not loopback.refused
+    assert loopback.requests[0]["messages"][1:] == [{"role": "user", "content": "first\n\nsecond"}]
+
+
 def test_without_merging_that_template_refuses_a_reminder_after_a_user_turn(
     loopback: LoopbackServer, make_model: MakeModel
 ) -> None:

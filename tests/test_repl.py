@@ -488,6 +488,22 @@ def test_model_error_is_one_line_and_the_repl_goes_on(
     assert "second try works" in harness.stdout.getvalue()
 
 
+def test_after_a_failed_request_the_prompt_stays_and_no_reply_is_made_up(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(error_reply(500, {"error": {"message": "upstream down"}}), text_stream("ok"))
+    harness = make_repl(chapter=2)
+
+    harness.drive("first", "second")
+
+    # As in Claude Code: the unanswered prompt goes with the next one, and the model is
+    # never shown a reply it did not give (strict servers get the two joined: chat_wire).
+    assert without_system(loopback.requests[-1]) == [
+        {"role": "user", "content": "first"},
+        {"role": "user", "content": "second"},
+    ]
+
+
 def test_slash_completion_offers_the_matching_commands() -> None:
     completions = SlashCompleter().get_completions(Document("/c"), CompleteEvent())
 

@@ -58,16 +58,14 @@ def wire_messages(
     if leading:
         text = "\n\n".join(message.content for message in leading)
         wire.append({"role": "system", "content": text})
-    reminders: set[int] = set()
     for message in messages[len(leading) :]:
         if isinstance(message, SystemMessage):
-            reminders.add(len(wire))
             wire.append({"role": "user", "content": system_reminder(message.content)})
         elif isinstance(message, AssistantMessage):
             wire.append(_assistant_wire(message))
         else:
             wire.append(to_wire(message))
-    return _merged_reminders(wire, reminders) if merge_reminders else wire
+    return _merged_user_turns(wire) if merge_reminders else wire
 
 
 def _leading_system_messages(messages: Sequence[ChatMessage]) -> list[SystemMessage]:
@@ -92,25 +90,16 @@ def _assistant_wire(message: AssistantMessage) -> dict[str, Any]:
     return wire
 
 
-def _merged_reminders(wire: list[dict[str, Any]], reminders: set[int]) -> list[dict[str, Any]]:
-    """For templates that demand strict user/assistant alternation: a reminder joins the
-    user turn next to it (the one before, else the one after). Two user turns that are
-    both the user's own stay apart."""
+def _merged_user_turns(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For templates that demand strict user/assistant alternation: adjacent user turns
+    become one. That joins a reminder to the user turn next to it, and a prompt whose
+    request failed (it got no reply) to the prompt after it, which would otherwise be
+    refused on every later request."""
     merged: list[dict[str, Any]] = []
-    previous_is_reminder = False
-    for position, message in enumerate(wire):
-        is_reminder = position in reminders
-        joinable = (
-            merged
-            and message["role"] == "user"
-            and merged[-1]["role"] == "user"
-            and (is_reminder or previous_is_reminder)
-        )
-        if joinable:
+    for message in wire:
+        if merged and message["role"] == merged[-1]["role"] == "user":
             joined = f"{merged[-1]['content']}\n\n{message['content']}"
             merged[-1] = {"role": "user", "content": joined}
-            previous_is_reminder = previous_is_reminder and is_reminder
         else:
             merged.append(message)
-            previous_is_reminder = is_reminder
     return merged
