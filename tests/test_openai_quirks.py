@@ -12,6 +12,7 @@ import pytest
 from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 from agent_tutorial.core.messages import (
+    ChatMessage,
     assistant_message,
     system_message,
     tool_call,
@@ -342,32 +343,23 @@ def test_a_template_that_allows_only_a_leading_system_message_accepts_every_requ
     assert roles == ["system", "user", "assistant", "tool", "user"]
 
 
-def test_merged_reminders_satisfy_a_template_that_demands_alternation(
-    loopback: LoopbackServer, make_model: MakeModel
+@pytest.mark.parametrize(
+    "then",
+    [system_message("Reminder: plan"), user_message("second")],
+    ids=["a reminder", "a prompt after one whose request failed"],
+)
+def test_merging_satisfies_a_template_that_demands_alternation(
+    loopback: LoopbackServer, make_model: MakeModel, then: ChatMessage
 ) -> None:
     loopback.quirks = Quirks(strict_alternation=True, system_only_first=True)
     loopback.queue(text_stream("ok"))
 
     make_model(merge_reminders=True).complete(
-        ask(system_message("prompt"), user_message("do it"), system_message("Reminder: plan"))
+        ask(system_message("prompt"), user_message("first"), then)
     )
 
     assert not loopback.refused
     assert [message["role"] for message in loopback.requests[0]["messages"]] == ["system", "user"]
-
-
-def test_merging_lets_that_template_take_a_prompt_whose_request_had_failed(
-    loopback: LoopbackServer, make_model: MakeModel
-) -> None:
-    loopback.quirks = Quirks(strict_alternation=True, system_only_first=True)
-    loopback.queue(text_stream("ok"))
-
-    make_model(merge_reminders=True).complete(
-        ask(system_message("prompt"), user_message("first"), user_message("second"))
-    )
-
-    assert not loopback.refused
-    assert loopback.requests[0]["messages"][1:] == [{"role": "user", "content": "first\n\nsecond"}]
 
 
 def test_without_merging_that_template_refuses_a_reminder_after_a_user_turn(
