@@ -512,6 +512,17 @@ def test_list_sessions_shows_damaged_files_with_the_reason_without_touching_them
     assert torn.read_bytes().endswith(b'{"ty')
 
 
+def test_list_sessions_lists_a_file_whose_name_stamp_is_not_a_date(workspace: Path) -> None:
+    # The name matches the pattern (14 digits) but second 99 is no time: listed, not a crash.
+    good = write_session(workspace, HISTORY, meta("aaaa0001"))
+    (good.parent / "20261130T151099Z-dddd0004.jsonl").write_bytes(b"")
+
+    listed = {info.session_id: info for info in list_sessions(workspace)}
+
+    assert set(listed) == {"aaaa0001", "dddd0004"}
+    assert listed["aaaa0001"].problem is None
+
+
 def test_list_sessions_reads_only_the_header_lines(workspace: Path) -> None:
     path = write_session(workspace, HISTORY, meta("aaaa0001"))
     # Damage far past the header: listing cannot see it, `check_session` can.

@@ -173,7 +173,10 @@ def _damaged(
 def _started_from_name(path: Path) -> datetime:
     match = SESSION_FILE_NAME.fullmatch(path.name)
     assert match is not None  # session_files() lists only matching names
-    return datetime.strptime(match["stamp"], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    try:
+        return datetime.strptime(match["stamp"], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except ValueError:  # digits that are no date (a renamed file): sort it oldest
+        return datetime.fromtimestamp(0, UTC)
 
 
 def _one_line(text: str, limit: int = FIRST_PROMPT_CHARS) -> str:
