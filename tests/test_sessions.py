@@ -523,6 +523,17 @@ def test_list_sessions_lists_a_file_whose_name_stamp_is_not_a_date(workspace: Pa
     assert listed["aaaa0001"].problem is None
 
 
+def test_a_damaged_header_names_its_file_without_the_directory(workspace: Path) -> None:
+    # The problem fills the listing's prompt column: a full path wraps it at 80 columns.
+    good = write_session(workspace, HISTORY, meta("aaaa0001"))
+    (good.parent / "20261130T000000Z-dddd0004.jsonl").write_bytes(b"{")
+
+    [damaged] = [info for info in list_sessions(workspace) if info.problem]
+
+    assert str(damaged.problem).startswith("20261130T000000Z-dddd0004.jsonl:1: ")
+    assert str(good.parent) not in str(damaged.problem)
+
+
 def test_list_sessions_reads_only_the_header_lines(workspace: Path) -> None:
     path = write_session(workspace, HISTORY, meta("aaaa0001"))
     # Damage far past the header: listing cannot see it, `check_session` can.

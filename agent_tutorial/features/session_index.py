@@ -166,7 +166,7 @@ def _damaged(
         has_prompt=False,
         size_bytes=size,
         modified=modified,
-        problem=problem,
+        problem=_named_by_file(problem, path),  # the listing's row has no room for a path
     )
 
 
