@@ -259,6 +259,13 @@ def test_max_turns_stops_a_model_that_never_answers(bench: Bench) -> None:
     validate_tool_pairing(runner.history)
 
 
+def test_max_turns_of_one_says_turn_in_the_singular(bench: Bench) -> None:
+    runner = AgentRunner(scripted(tool_reply(echo("c1", "a"))), bench.registry(), max_turns=1)
+
+    with pytest.raises(MaxTurnsExceeded, match="after 1 turn without"):
+        runner.run("go")
+
+
 def test_max_turns_below_one_is_rejected(bench: Bench) -> None:
     with pytest.raises(ValueError, match="max_turns"):
         AgentRunner(scripted(), bench.registry(), max_turns=0)

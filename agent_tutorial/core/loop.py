@@ -223,7 +223,8 @@ class AgentRunner:
                 return RunResult(final_text=final_text, turns=turn, usage=usage)
             just_forced = True
             self._append(user_message(follow_up))
-        raise MaxTurnsExceeded(f"stopped after {self.max_turns} turns without a final answer")
+        turns = "1 turn" if self.max_turns == 1 else f"{self.max_turns} turns"
+        raise MaxTurnsExceeded(f"stopped after {turns} without a final answer")
 
     def _ask_model(self) -> ModelReply:
         """The model's reply; Ctrl-C before it is complete still ends the turn with an
