@@ -50,6 +50,7 @@ from agent_tutorial.features.sessions import (
     latest_session,
     list_sessions,
     load_session,
+    sessions_older_than,
 )
 from agent_tutorial.testing import ScriptedModel, text_reply
 
@@ -532,6 +533,16 @@ def test_a_damaged_header_names_its_file_without_the_directory(workspace: Path) 
 
     assert str(damaged.problem).startswith("20261130T000000Z-dddd0004.jsonl:1: ")
     assert str(good.parent) not in str(damaged.problem)
+
+
+def test_an_age_older_than_any_date_selects_nothing_instead_of_overflowing(
+    workspace: Path,
+) -> None:
+    path = write_session(workspace, HISTORY, meta("aaaa0001"))
+    os.utime(path, (0, 0))
+
+    assert sessions_older_than(workspace, 1_000_000 * 86_400) == []  # `--older-than 1000000d`
+    assert [info.path for info in sessions_older_than(workspace, 86_400)] == [path]
 
 
 def test_list_sessions_reads_only_the_header_lines(workspace: Path) -> None:

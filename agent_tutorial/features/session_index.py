@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -238,8 +238,13 @@ def sessions_older_than(
     workspace: Path, age_seconds: float, now: datetime | None = None
 ) -> list[SessionInfo]:
     """Sessions last written more than `age_seconds` ago, oldest first."""
-    cutoff = (now or datetime.now(UTC)) - timedelta(seconds=age_seconds)
-    old = [info for info in list_sessions(workspace) if info.modified < cutoff]
+    # Compare ages, not dates: `now - 1000000d` is before year 1 and overflows a datetime.
+    now = now or datetime.now(UTC)
+    old = [
+        info
+        for info in list_sessions(workspace)
+        if (now - info.modified).total_seconds() > age_seconds
+    ]
     return sorted(old, key=lambda info: info.modified)
 
 
