@@ -126,7 +126,7 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     )
     redactor = secret_redactor(deps.settings, deps.workspace)
     _add_core_tools(profile, tools, deps.workspace, deps.settings, redactor)
-    hooks = _hooks(profile, deps)
+    hooks = _hooks(profile, deps, redactor)
     guards, turn_guards = _guards(profile, deps, hooks)
     guidance = _add_todos_and_task(agent, deps, tools, guards)
     _add_project_knowledge(agent, deps, tools)
@@ -150,10 +150,13 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     return agent
 
 
-def _hooks(profile: ChapterProfile, deps: AgentDeps) -> HookRegistry | None:
+def _hooks(profile: ChapterProfile, deps: AgentDeps, redactor: Redactor) -> HookRegistry | None:
+    """Chapter 4's configured hooks; what they print is redacted like a tool's result,
+    since they run with the whole environment."""
     if Capability.HOOKS not in profile:
         return None
-    return HookRegistry.from_config(deps.settings.hooks, deps.workspace, command_hook)
+    config = deps.settings.hooks
+    return HookRegistry.from_config(config, deps.workspace, command_hook, redaction=redactor)
 
 
 def _add_todos_and_task(

@@ -31,6 +31,7 @@ from agent_tutorial.core.loop import AgentRunner, PromptBlocked
 from agent_tutorial.core.messages import ToolMessage, UserMessage, tool_call
 from agent_tutorial.core.permissions import PermissionPolicy
 from agent_tutorial.core.tools import ParsedCall, ToolResult, tool_success
+from agent_tutorial.features.redaction import Redactor
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 from tests.conftest import cli_command, cli_environment, run_measuring_peak_rss, wait_until
 from tests.loopback import LoopbackServer, text_stream, tool_stream
@@ -482,6 +483,34 @@ def test_registry_rejects_unknown_events_and_matchers_on_tool_less_events(
         registry.add("PostCompacted", lambda _: HookOutcome())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="PreCompact hooks have no tool name"):
         registry.add("PreCompact", lambda _: HookOutcome(), matcher="bash")
+
+
+HOOK_SECRET = "hook-secret-value-42"
+
+
+def redacting_registry(workspace: Path) -> HookRegistry:
+    return HookRegistry(workspace, redaction=Redactor({HOOK_SECRET: "HOOK_TOKEN"}))
+
+
+def test_a_redacting_registry_masks_a_code_hooks_stop_reason(workspace: Path) -> None:
+    registry = redacting_registry(workspace)
+    registry.add("Stop", lambda _: HookOutcome(decision="deny", reason=f"use {HOOK_SECRET}"))
+
+    follow_up = HookGuard(registry, None).on_stop("done")
+
+    assert follow_up == "Stop hook feedback:\nuse [REDACTED:HOOK_TOKEN]"
+
+
+def test_a_redacting_registry_masks_a_failing_hooks_message(workspace: Path) -> None:
+    def broken(hook_input: HookInput) -> HookOutcome:
+        raise HookError(f"could not reach the server with {HOOK_SECRET}")
+
+    registry = redacting_registry(workspace)
+    registry.add("UserPromptSubmit", broken)
+
+    with pytest.raises(PromptBlocked) as blocked:
+        HookGuard(registry, None).on_prompt("hi")
+    assert str(blocked.value).endswith("server with [REDACTED:HOOK_TOKEN]")
 
 
 def test_fire_runs_compaction_hooks_and_returns_their_outcomes(workspace: Path) -> None:

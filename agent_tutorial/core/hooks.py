@@ -20,6 +20,11 @@ or on stderr) never crashes the run: a tool call gets a `hook_execution_error` r
 blocked, and a Stop hook warns and lets the run end. `HookRegistry.fire` (PreCompact,
 PostCompact) raises `HookError`.
 
+Hooks run with the whole environment (they are the user's own commands), so what they
+print may hold the API key. A registry given a `HookTextRedaction` masks every outcome's
+text (reason, additional context, replaced output) and every failure message as the hook
+returns, in one place for every event, before the model, the session or the user sees it.
+
 This module is the protocol and the rules; `adapters/hook_runner.py` runs the commands.
 """
 
@@ -29,7 +34,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, Literal, Protocol, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
@@ -102,6 +107,8 @@ class HookOutcome:
     additional_context: str | None = None
     updated_output: str | None = None
     continue_: bool = True
+    redactions: int = 0
+    """Secrets masked in this outcome's text by the registry's redaction."""
 
     @property
     def blocks(self) -> bool:
@@ -109,6 +116,20 @@ class HookOutcome:
 
 
 HookCallback: TypeAlias = Callable[[HookInput], HookOutcome]
+
+
+class RedactedText(Protocol):
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def count(self) -> int: ...
+
+
+class HookTextRedaction(Protocol):
+    """Masks secrets in text a hook wrote (`features.redaction.Redactor` is one)."""
+
+    def redact(self, text: str) -> RedactedText: ...
 
 
 def _compile_matcher(matcher: str | None) -> re.Pattern[str] | None:
@@ -119,6 +140,33 @@ def _compile_matcher(matcher: str | None) -> re.Pattern[str] | None:
         return re.compile(matcher)
     except re.error as error:
         raise ValueError(f"matcher {matcher!r} is not a valid regex: {error}") from error
+
+
+@dataclass(frozen=True, slots=True)
+class _RedactingHook:
+    """A hook whose outcome text and failure message come back with secrets masked."""
+
+    callback: HookCallback
+    redaction: HookTextRedaction
+
+    def __call__(self, hook_input: HookInput) -> HookOutcome:
+        try:
+            outcome = self.callback(hook_input)
+        except HookError as error:
+            raise HookError(self.redaction.redact(str(error)).text) from None
+        texts = (outcome.reason, outcome.additional_context, outcome.updated_output)
+        redacted = [None if text is None else self.redaction.redact(text) for text in texts]
+        count = sum(each.count for each in redacted if each is not None)
+        if not count:
+            return outcome
+        reason, context, output = (None if each is None else each.text for each in redacted)
+        return replace(
+            outcome,
+            reason=reason,
+            additional_context=context,
+            updated_output=output,
+            redactions=outcome.redactions + count,
+        )
 
 
 class CommandHookConfig(BaseModel):
@@ -171,17 +219,24 @@ class _Registration:
 class HookRegistry:
     """The hooks of one workspace, run in the order they were added."""
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, *, redaction: HookTextRedaction | None = None) -> None:
         self.workspace = workspace
+        self.redaction = redaction
+        """Masks secrets in every outcome and failure; None leaves hook text as written."""
         self._registrations: list[_Registration] = []
 
     @classmethod
     def from_config(
-        cls, config: HooksConfig, workspace: Path, command_hook: CommandHookFactory
+        cls,
+        config: HooksConfig,
+        workspace: Path,
+        command_hook: CommandHookFactory,
+        *,
+        redaction: HookTextRedaction | None = None,
     ) -> HookRegistry:
         """The configured command hooks, each made a callback by `command_hook` (the
         process runner, `adapters.hook_runner.command_hook`, lives outside core)."""
-        registry = cls(workspace)
+        registry = cls(workspace, redaction=redaction)
         for event, hooks in config.root.items():
             for hook in hooks:
                 registry.add(event, command_hook(hook, workspace), hook.matcher)
@@ -199,12 +254,16 @@ class HookRegistry:
         return len(self._registrations)
 
     def callbacks(self, event: HookEvent, tool_name: str | None = None) -> list[HookCallback]:
-        return [
+        """The hooks for `event` (and `tool_name`), their outcomes and failures redacted."""
+        matching = [
             registration.callback
             for registration in self._registrations
             if registration.event == event
             and (registration.matcher is None or registration.matcher.fullmatch(tool_name or ""))
         ]
+        if self.redaction is None:
+            return matching
+        return [_RedactingHook(callback, self.redaction) for callback in matching]
 
     def fire(self, event: HookEvent, hook_input: HookInput) -> list[HookOutcome]:
         """Run every hook for `event` and return their outcomes; raises `HookError`."""
@@ -273,7 +332,7 @@ class HookGuard:
         self.registry = registry
         self.policy = policy
         self.events = events
-        self._pending_context: dict[ToolCall, list[str]] = {}
+        self._pending_context: dict[ToolCall, list[HookOutcome]] = {}
 
     def before_call(self, parsed: ParsedCall) -> ParsedCall | ToolResult:
         try:
@@ -333,13 +392,12 @@ class HookGuard:
 
     def _pre_tool_use(
         self, parsed: ParsedCall
-    ) -> tuple[ParsedCall, DecisionRecord | None, list[str]]:
+    ) -> tuple[ParsedCall, DecisionRecord | None, list[HookOutcome]]:
         advice: DecisionRecord | None = None
-        context: list[str] = []
+        context: list[HookOutcome] = []  # their additional context goes with the result
         for callback in self.registry.callbacks("PreToolUse", parsed.tool.name):
             outcome = callback(self._tool_input("PreToolUse", parsed))
-            if outcome.additional_context:
-                context.append(outcome.additional_context)
+            context.append(outcome)
             if outcome.blocks:
                 reason = f"blocked by a PreToolUse hook: {outcome.reason or 'no reason given'}"
                 return parsed, decision_for(parsed, "deny", reason, "hook"), context
@@ -366,14 +424,14 @@ class HookGuard:
             if outcome.decision == "deny":
                 reason = outcome.reason or "no reason given"
                 message = f"{parsed.tool.name} ran, but a PostToolUse hook withheld its result: "
-                return tool_error("hook_blocked", message + reason)
+                withheld = tool_error("hook_blocked", message + reason)
+                return replace(withheld, redactions=outcome.redactions)
             if outcome.updated_output is not None:  # the spooled output is no longer it
                 result = replace(result, content=outcome.updated_output, whole_output=None)
-            if outcome.additional_context:
-                result = _with_context(result, [outcome.additional_context])
+            result = _with_context(result, [outcome])
             if not outcome.continue_:
                 stop = outcome.reason or "a PostToolUse hook asks you to stop"
-                result = _with_context(result, [f"{stop}. Use no more tools; answer the user."])
+                result = _with_notes(result, [f"{stop}. Use no more tools; answer the user."])
         return result
 
     def _tool_input(
@@ -404,7 +462,17 @@ def _with_updated_input(parsed: ParsedCall, updated: Mapping[str, Any]) -> Parse
     return ParsedCall(call=parsed.call, tool=parsed.tool, arguments=arguments)
 
 
-def _with_context(result: ToolResult, context: Sequence[str]) -> ToolResult:
+def _with_context(result: ToolResult, outcomes: Sequence[HookOutcome]) -> ToolResult:
+    """`result` with the outcomes' additional context appended, and the secrets masked in
+    their text counted in its `redactions`, as the tool's own are."""
+    masked = sum(outcome.redactions for outcome in outcomes)
+    if masked:
+        result = replace(result, redactions=result.redactions + masked)
+    context = [outcome.additional_context for outcome in outcomes if outcome.additional_context]
+    return _with_notes(result, context)
+
+
+def _with_notes(result: ToolResult, context: Sequence[str]) -> ToolResult:
     if not context:
         return result
     notes = "\n".join(f"[hook context] {text}" for text in context)
