@@ -11,6 +11,8 @@ real environment already has. API keys live only in the environment (or `.env`);
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -44,7 +46,7 @@ from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
-from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES, describe_validation_error
+from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 
@@ -242,9 +244,7 @@ def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None) -> Se
     try:
         settings: Settings = WorkspaceSettings(**given)
     except ValidationError as error:
-        raise ConfigError(
-            "invalid configuration: " + describe_validation_error(error, whole="settings")
-        ) from None
+        raise ConfigError(f"invalid configuration: {_describe_config_error(error)}") from None
     except SettingsError as error:  # a table given in the environment that is not JSON
         raise ConfigError(f"invalid configuration: {error}") from None
     except UnicodeDecodeError:
@@ -387,3 +387,37 @@ def missing_settings(settings: Settings) -> list[str]:
     if not settings.model:
         missing.append("AGENT_TUTORIAL_MODEL")
     return missing
+
+
+_UNKNOWN_KEY_ERRORS = ("extra_forbidden", "unexpected_keyword_argument")  # model, dataclass
+
+
+def _describe_config_error(error: ValidationError) -> str:
+    """Each problem on one line; a misspelt key is called unknown and, where one is close,
+    names the setting it resembles (pydantic alone says "Extra inputs are not permitted")."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"])
+        if item["type"] not in _UNKNOWN_KEY_ERRORS:
+            problems.append(f"{where or 'settings'}: {item['msg']}")
+            continue
+        close = difflib.get_close_matches(str(item["loc"][-1]), _known_keys(item["loc"]), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        problems.append(f"{where}: not a setting{hint}")
+    return "; ".join(problems)
+
+
+def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
+    """The setting names allowed where `loc` points: the top level, or inside a table."""
+    shape: object = Settings
+    for part in loc[:-1]:
+        shape = _field_types(shape).get(str(part))
+    return list(_field_types(shape))
+
+
+def _field_types(shape: object) -> dict[str, object]:
+    if isinstance(shape, type) and issubclass(shape, BaseModel):
+        return {name: field.annotation for name, field in shape.model_fields.items()}
+    if isinstance(shape, type) and dataclasses.is_dataclass(shape):
+        return {field.name: field.type for field in dataclasses.fields(shape)}
+    return {}

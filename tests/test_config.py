@@ -131,6 +131,20 @@ def test_an_invalid_value_is_a_readable_config_error(workspace: Path) -> None:
         load_settings(workspace)
 
 
+def test_a_misspelt_key_is_named_unknown_with_the_setting_it_resembles(workspace: Path) -> None:
+    write(workspace / ".agent_tutorial" / "config.toml", 'modle = "gpt"\n')
+
+    with pytest.raises(ConfigError, match=r"modle: not a setting; did you mean 'model'\?"):
+        load_settings(workspace)
+
+
+def test_a_misspelt_compaction_key_resembles_a_compaction_setting(workspace: Path) -> None:
+    write(workspace / ".agent_tutorial" / "config.toml", '[compaction]\nstrategie = "seed"\n')
+
+    with pytest.raises(ConfigError, match=r"compaction\.strategie: .*did you mean 'strategy'\?"):
+        load_settings(workspace)
+
+
 def test_toml_that_does_not_parse_names_the_file(workspace: Path) -> None:
     write(workspace / ".agent_tutorial" / "config.toml", "model = \n")
 
