@@ -169,6 +169,15 @@ def test_chapter_one_report_uses_the_shell_output(workspace: Path) -> None:
     assert "(`wc -l`)" in final_text
 
 
+def test_report_of_a_one_file_workspace_speaks_in_the_singular(workspace: Path) -> None:
+    (workspace / "notes.md").write_text("# Notes\n\nOne file only.\n")
+
+    _, final_text = run_demo(workspace, chapter=1)
+
+    assert "**Found** 1 source file: 0 Python, 1 Markdown." in final_text
+    assert "**Measured** 3 lines in the largest file (`wc -l`)." in final_text
+
+
 def test_every_reply_reports_deterministic_usage(workspace: Path) -> None:
     small_project(workspace)
     logs = [EventLog(), EventLog()]

@@ -97,7 +97,8 @@ def _listing_fact(outcomes: Sequence[Outcome]) -> str | None:
         return "**Found** no Python or Markdown files." if listings else None
     python = sum(path.endswith(".py") for path in paths)
     count = f"at least {len(paths)}" if capped else str(len(paths))
-    return f"**Found** {count} source files: {python} Python, {len(paths) - python} Markdown."
+    files = "source file" if count == "1" else "source files"
+    return f"**Found** {count} {files}: {python} Python, {len(paths) - python} Markdown."
 
 
 def _is_source_path(line: str) -> bool:
@@ -145,7 +146,8 @@ def _line_count_fact(outcomes: Sequence[Outcome]) -> str | None:
         files = [(lines, name) for lines, name in found if name != "total"]
         if files:
             total = sum(lines for lines, _ in files)
-            return f"**Measured** {total:,} lines in the {len(files)} largest files (`wc -l`)."
+            largest = "largest file" if len(files) == 1 else f"{len(files)} largest files"
+            return f"**Measured** {_plural(total, 'line')} in the {largest} (`wc -l`)."
     return None
 
 
