@@ -336,6 +336,8 @@ def _resume_choice(
     from agent_tutorial.features.sessions import SessionError, SessionLookupError
     from agent_tutorial.resuming import NothingToContinue, choose_session
 
+    if latest and session_id is not None:  # which one was meant is a guess: ask
+        raise RunFailed("--continue and --resume each choose a session; pass one", EXIT_USAGE)
     try:
         choice = choose_session(workspace, latest, session_id)
     except NothingToContinue as error:

@@ -116,6 +116,19 @@ def test_continue_without_a_saved_session_is_a_usage_error(
     assert loopback.requests == []
 
 
+def test_continue_and_resume_together_is_a_usage_error(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "hello", "hi")
+    session_id = only_session_id(workspace)
+
+    result = run_cli("run", "--continue", "--resume", session_id, "--prompt", "again")
+
+    assert result.exit_code == 2
+    assert "--continue and --resume each choose a session; pass one" in result.stderr
+    assert len(loopback.requests) == 1
+
+
 def test_resume_with_an_unknown_id_is_a_usage_error(
     run_cli: RunCli, loopback: LoopbackServer
 ) -> None:
