@@ -89,7 +89,7 @@ def test_json_at_the_turn_limit_reports_error_max_turns(
     assert result.exit_code == 1
     assert record["is_error"] is True and record["subtype"] == "error_max_turns"
     assert record["num_turns"] == 1 and record["tool_calls"] == 1
-    assert "1 turns" in record["error"]
+    assert "after 1 turn without" in record["error"]
 
 
 def test_json_on_a_configuration_error_still_prints_one_result_and_exit_2(
