@@ -223,6 +223,8 @@ def _run(
     chapter = _chapter_or_note(resume, options.chapter, err)
     settings = _with_strategy(_with_probed_window(settings, chapter), options.compaction)
     interactive = options.prompt is None and _stdin_is_terminal()
+    if interactive:
+        _refuse_json_repl(options.output_format)
     text = "" if interactive else _prompt_or_exit(options.prompt, settings.max_stdin_bytes)
     renderer = _renderer(options, out, err, interactive=interactive)
     setup = _conversation_setup(settings, workspace, chapter, report.sinks(renderer), err, opened)
@@ -235,6 +237,16 @@ def _run(
         with rendering(renderer):
             result = _run_or_exit(conversation, text)
     _finish_run(report, result, renderer, chapter, options.output_format)
+
+
+def _refuse_json_repl(output_format: OutputFormat) -> None:
+    """The REPL speaks text: opening it would silently drop the JSON that was asked for."""
+    if output_format is not OutputFormat.text:
+        raise RunFailed(
+            f"--output-format {output_format.value} needs a prompt: pass --prompt TEXT or "
+            "pipe one on standard input",
+            EXIT_USAGE,
+        )
 
 
 def _become_subreaper_if_asked() -> None:

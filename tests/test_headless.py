@@ -4,6 +4,7 @@ piped input, and what a script sees when a run fails or answers nothing."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from agent_tutorial.core.model import Usage
 from agent_tutorial.headless import stream_event
 from tests.conftest import CliRun, RunCli
 from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
+from tests.terminal import Terminal
 from tests.test_chapters_3_to_7_cli import hook_table, python_hook, write_config
 
 UNAUTHORIZED = {"error": {"message": "Incorrect API key provided"}}
@@ -305,3 +307,14 @@ def test_stream_events_show_compaction_and_usage_whole() -> None:
         "details": {"ids": ("a", "b")},
     }
     assert stream_event(usage)["usage"]["total_tokens"] == 12
+
+
+def test_json_output_on_a_terminal_without_a_prompt_is_a_usage_error(
+    make_terminal: Callable[..., Terminal], loopback: LoopbackServer
+) -> None:
+    # Not a REPL that silently drops the JSON the caller asked for.
+    terminal = make_terminal("run", "--output-format", "json")
+
+    assert terminal.wait_for_exit() == 2
+    assert "--output-format json needs a prompt" in terminal.flat_text()
+    assert loopback.requests == []
