@@ -390,6 +390,26 @@ def test_loading_a_repaired_session_again_adds_nothing(workspace: Path) -> None:
     assert after_first.count(INTERRUPTED_RESULT.encode()) == 2  # call_a and call_b, once each
 
 
+def test_a_file_whose_only_line_is_torn_is_not_called_empty(workspace: Path) -> None:
+    path = write_session(workspace, HISTORY)
+    torn = path.read_bytes()[:100]  # a crash inside the meta line's first write
+    path.write_bytes(torn)
+
+    with pytest.raises(SessionLoadError, match="no whole session_meta line") as raised:
+        load_session(path)
+
+    assert "empty" not in str(raised.value)
+    assert path.read_bytes() == torn
+
+
+def test_an_empty_file_is_called_empty(workspace: Path) -> None:
+    path = write_session(workspace, HISTORY)
+    path.write_bytes(b"")
+
+    with pytest.raises(SessionLoadError, match="is empty"):
+        load_session(path)
+
+
 def test_corrupt_middle_line_raises_and_leaves_the_file_alone(workspace: Path) -> None:
     path = write_session(workspace, HISTORY)
     lines = path.read_bytes().splitlines(keepends=True)

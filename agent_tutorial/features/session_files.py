@@ -250,6 +250,10 @@ def _rebuild(
     """The session in `data` (whole lines only), and the interrupted results it lacked."""
     records = [_parse_line(line, number, where) for number, line in _numbered_lines(data)]
     if not records:
+        if repaired:  # there were bytes, but no line of them was whole
+            raise SessionLoadError(
+                f"{where} has no whole session_meta line: its only line is torn or unreadable"
+            )
         raise SessionLoadError(f"{where} is empty: it has no session_meta line")
     meta = SessionMeta.from_record(records[0], where)
     history, summary = _replay(records, where, repaired)
