@@ -315,17 +315,18 @@ def transcript_records(data: bytes) -> list[dict[str, Any] | str]:
 
 
 def messages_table(records: Sequence[dict[str, Any] | str], *, title: str) -> Table:
-    """One row per message, tool calls and call ids included; nothing hidden."""
+    """One row per message, tool calls and call ids included; nothing hidden, and control
+    characters shown as escapes (saved text may hold a tool's colours or a hostile prompt)."""
     table = Table(title=title, show_lines=True, header_style="bold")
     table.add_column("#", justify="right")
     table.add_column("role")
     table.add_column("content", overflow="fold")
     for number, record in enumerate(records, start=1):
         if isinstance(record, str):
-            table.add_row(str(number), "?", Text(record))
+            table.add_row(str(number), "?", Text(printable(record)))
         else:
-            role = Text(str(record.get("role", "?")))
-            table.add_row(str(number), role, Text(_message_text(record)))
+            role = Text(printable(str(record.get("role", "?"))))
+            table.add_row(str(number), role, Text(printable(_message_text(record))))
     return table
 
 
@@ -373,7 +374,7 @@ def _cells(values: Sequence[str], widths: Sequence[int]) -> str:
 
 def _prompt_cell(info: SessionInfo) -> Text:
     if info.problem is not None:
-        return Text(f"damaged: {info.problem}", style="red")
+        return Text(f"damaged: {printable(info.problem)}", style="red")
     if info.first_prompt is None:
         return Text("(a long prompt)" if info.has_prompt else "(no prompt)", style="dim")
-    return Text(info.first_prompt)
+    return Text(printable(info.first_prompt))

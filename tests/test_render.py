@@ -4,13 +4,18 @@ compaction steps without a line for every routine round."""
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime
+from pathlib import Path
 
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from agent_tutorial.core.events import CompactionApplied, ToolFinished, ToolStarted
 from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.tools import tool_error, tool_success
-from agent_tutorial.render import TerminalRenderer, rendering
+from agent_tutorial.features.sessions import SessionInfo
+from agent_tutorial.render import TerminalRenderer, messages_table, rendering, session_table
 
 
 def render(*events: ToolStarted | ToolFinished) -> str:
@@ -130,3 +135,41 @@ def test_each_run_counts_its_own_totals_and_later_runs_stay_quiet() -> None:
 
 def test_a_run_without_compaction_prints_no_totals() -> None:
     assert compaction_run() == []
+
+
+# Saved text replayed by `sessions list`, `sessions show` and `artifacts show`: a prompt piped
+# from a file or a tool's coloured output must not clear, recolour or reorder the screen.
+HOSTILE = "hello \x1b[2J\x1b[31mRED\u202eevil"
+
+
+def printed(renderable: Table | Text) -> str:
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(renderable)
+    return out.getvalue()
+
+
+def test_session_list_shows_control_characters_in_a_prompt_as_escapes() -> None:
+    started = datetime(2026, 11, 30, tzinfo=UTC)
+    info = SessionInfo(
+        session_id="aaaa0001",
+        path=Path("20261130T000000Z-aaaa0001.jsonl"),
+        started=started,
+        chapter=1,
+        model="m",
+        first_prompt=HOSTILE,
+        has_prompt=True,
+        size_bytes=10,
+        modified=started,
+    )
+
+    shown = printed(session_table([info]))
+
+    assert "\x1b" not in shown and "\u202e" not in shown
+    assert "hello \\x1b[2J\\x1b[31mRED\\u202eevil" in shown
+
+
+def test_a_replayed_message_shows_control_characters_as_escapes() -> None:
+    shown = printed(messages_table([{"role": "tool", "content": HOSTILE}, HOSTILE], title="t"))
+
+    assert "\x1b" not in shown and "\u202e" not in shown
+    assert shown.count("\\x1b[2J") == 2
