@@ -781,7 +781,7 @@ def _synthetic_trace(turns: int | None, seed: int | None) -> tuple[list["TraceSt
 
 def _print_bench(report: "BenchReport", out: "Console", *, json_output: bool) -> None:
     """One JSON object, or the table: as wide as the terminal, or a fixed width in a pipe."""
-    from agent_tutorial.features.bench.report import TABLE_WIDTH, bench_record, bench_table
+    from agent_tutorial.features.bench.report import TABLE_WIDTH, bench_record, print_bench
 
     if json_output:
         import orjson
@@ -792,7 +792,7 @@ def _print_bench(report: "BenchReport", out: "Console", *, json_output: bool) ->
     from rich.console import Console
 
     width = None if out.is_terminal else TABLE_WIDTH
-    Console(file=sys.stdout, width=width).print(bench_table(report))
+    print_bench(report, Console(file=sys.stdout, width=width))
 
 
 def _save_plot_or_exit(report: "BenchReport", plot: Path, err: "Console") -> None:

@@ -4,12 +4,14 @@ rules as their descriptions state them, and the command on a trace and a recorde
 from __future__ import annotations
 
 import importlib.util
+import io
 import itertools
 import json
 import statistics
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from agent_tutorial.core.messages import (
     ChatMessage,
@@ -34,6 +36,7 @@ from agent_tutorial.features.bench.peers import (
 )
 from agent_tutorial.features.bench.prices import price_sheets
 from agent_tutorial.features.bench.replay import RecordingSummarizer
+from agent_tutorial.features.bench.report import print_bench
 from agent_tutorial.features.sessions import list_sessions
 from tests.conftest import CliRun, RunCli
 from tests.loopback import LoopbackServer, text_stream, tool_stream
@@ -276,3 +279,27 @@ def test_cache_aware_beats_the_seed_at_85_percent_retention_on_the_reference_tra
     assert cache_aware.costs["Anthropic"] <= seed.costs["Anthropic"]
     assert cache_aware.verbatim_share >= 0.85
     assert cache_aware.over_window == 0
+
+
+def test_a_terminal_too_narrow_for_the_table_gets_every_column_as_blocks() -> None:
+    report = run_bench(synthetic_trace(20, 1), "test", 128_000)
+    out = io.StringIO()
+
+    print_bench(report, Console(file=out, width=80, color_system=None))
+
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80  # nothing cropped at the edge
+    text = " ".join(out.getvalue().split())
+    for result in report.results:
+        assert result.name in text
+    assert text.count("prep ") == len(report.results)  # the last column, for every row
+    assert "Modelled, not billed" in text
+
+
+def test_a_terminal_wide_enough_gets_the_table() -> None:
+    report = run_bench(synthetic_trace(20, 1), "test", 128_000)
+    out = io.StringIO()
+
+    print_bench(report, Console(file=out, width=200, color_system=None))
+
+    assert "┃ strategy" in out.getvalue()

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -22,16 +24,43 @@ class PlotUnavailableError(Exception):
     """matplotlib is not installed."""
 
 
+def print_bench(report: BenchReport, console: Console) -> None:
+    """The table where it fits; on a terminal narrower than its columns (80 is), one block
+    per strategy instead, since the table would be cropped at the right edge."""
+    table = bench_table(report)
+    # The natural width: rich would squeeze a table into less by eliding its cells ("1.5…").
+    unbounded = console.options.update_width(10_000)
+    if Measurement.get(console, unbounded, table).maximum <= console.width:
+        console.print(table)
+    else:
+        console.print(bench_blocks(report))
+
+
 def bench_table(report: BenchReport) -> Table:
     table = Table(title=_title(report), caption=_caption(report), caption_justify="left")
     table.add_column("strategy", no_wrap=True)
-    headings = ["sent", "cache hit", *(f"{sheet.name} $" for sheet in report.sheets)]
-    headings += ["largest", "over window", "summaries", f"last {RECENT_RESULTS} kept", "prep"]
-    for heading in headings:
+    for heading in _headings(report):
         table.add_column(heading, justify="right", no_wrap=True, min_width=len(heading))
     for result in report.results:
         table.add_row(*_row(report, result))
     return table
+
+
+def bench_blocks(report: BenchReport) -> Text:
+    """The table's cells as one paragraph per strategy, which wraps at any width."""
+    blocks = Text(_title(report) + "\n\n")
+    for result in report.results:
+        name, *values = _row(report, result)
+        cells = "  ·  ".join(f"{h} {v}" for h, v in zip(_headings(report), values, strict=True))
+        blocks.append(name, style="bold")
+        blocks.append(f"\n{cells}\n\n")
+    return blocks.append_text(_caption(report))
+
+
+def _headings(report: BenchReport) -> list[str]:
+    costs = [f"{sheet.name} $" for sheet in report.sheets]
+    after = ["largest", "over window", "summaries", f"last {RECENT_RESULTS} kept", "prep"]
+    return ["sent", "cache hit", *costs, *after]
 
 
 def _title(report: BenchReport) -> str:
