@@ -761,6 +761,8 @@ def bench(
     out, err = make_consoles()
     if session is not None and (turns is not None or seed is not None):
         _fail(err, "--session replays a recorded session; drop --turns and --seed", EXIT_USAGE)
+    if plot is not None:
+        _check_plot_or_exit(err)
     if session is not None:
         trace, source = _session_trace_or_exit(session, err)
     else:
@@ -793,6 +795,15 @@ def _print_bench(report: "BenchReport", out: "Console", *, json_output: bool) ->
 
     width = None if out.is_terminal else TABLE_WIDTH
     print_bench(report, Console(file=sys.stdout, width=width))
+
+
+def _check_plot_or_exit(err: "Console") -> None:
+    from agent_tutorial.features.bench.report import PlotUnavailableError, check_plot_available
+
+    try:
+        check_plot_available()
+    except PlotUnavailableError as error:
+        _fail(err, str(error), EXIT_USAGE)
 
 
 def _save_plot_or_exit(report: "BenchReport", plot: Path, err: "Console") -> None:

@@ -263,6 +263,16 @@ def test_bench_plot_without_matplotlib_says_how_to_get_it(run_cli: RunCli, works
     assert not (workspace / "cost.png").exists()
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("matplotlib") is not None, reason="matplotlib is installed"
+)
+def test_bench_plot_without_matplotlib_refuses_before_replaying(run_cli: RunCli) -> None:
+    result: CliRun = run_cli("bench", "--turns", "10", "--plot", "cost.png")
+
+    assert result.exit_code == 2
+    assert result.stdout == ""  # no table first: the refusal is the whole output
+
+
 @pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
 def test_bench_plot_writes_a_png(run_cli: RunCli, workspace: Path) -> None:
     result: CliRun = run_cli("bench", "--turns", "10", "--plot", "cost.png")

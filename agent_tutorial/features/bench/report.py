@@ -3,6 +3,7 @@ optional plot of cost against retention (matplotlib, the `plot` extra)."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,12 @@ from agent_tutorial.features.bench.replay import RECENT_RESULTS, StrategyResult
 PLOT_SHEET = "Anthropic"
 TABLE_WIDTH = 160
 """The table's width when stdout is not a terminal (a file, a pipe, a guide)."""
+
+
+PLOT_UNAVAILABLE = (
+    "--plot needs matplotlib: pip install 'agent-tutorial[plot]' "
+    "(or .venv/bin/pip install matplotlib)"
+)
 
 
 class PlotUnavailableError(Exception):
@@ -134,6 +141,12 @@ def _result_record(result: StrategyResult) -> dict[str, Any]:
     }
 
 
+def check_plot_available() -> None:
+    """Raise `PlotUnavailableError` now, before a replay whose plot could not be saved."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise PlotUnavailableError(PLOT_UNAVAILABLE)
+
+
 def save_plot(report: BenchReport, path: Path) -> None:
     """Cost under the Anthropic sheet against retention, one labelled point per strategy."""
     try:
@@ -142,10 +155,7 @@ def save_plot(report: BenchReport, path: Path) -> None:
         matplotlib.use("Agg")  # files only; never open a window
         from matplotlib import pyplot
     except ImportError:
-        raise PlotUnavailableError(
-            "--plot needs matplotlib: pip install 'agent-tutorial[plot]' "
-            "(or .venv/bin/pip install matplotlib)"
-        ) from None
+        raise PlotUnavailableError(PLOT_UNAVAILABLE) from None
     figure, axes = pyplot.subplots(figsize=(8, 5))
     for result in report.results:
         x, y = result.verbatim_share * 100, result.costs[PLOT_SHEET]
