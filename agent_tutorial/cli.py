@@ -392,7 +392,7 @@ def _open_or_exit(
     except SessionError as error:
         raise RunFailed(f"cannot resume: {error}", EXIT_FAILURE) from None
     if resume is not None:
-        err.print(resume.resumed_line(), style="dim", highlight=False)
+        err.print(resume.resumed_line(setup.profile.chapter), style="dim", highlight=False)
     return conversation
 
 

@@ -32,10 +32,11 @@ class ResumeChoice:
     skipped: list[str] = field(default_factory=list)
     """One line for each newer session `--continue` passed over, with why."""
 
-    def resumed_line(self) -> str:
-        meta = self.session.meta
+    def resumed_line(self, chapter: int) -> str:
+        """Names the session and the chapter it now runs under (the recorded one unless
+        `--chapter` chose another; a separate warning says when they differ)."""
         messages = len(self.session.history)
-        return f"resumed {meta.session_id} ({messages} messages, chapter {meta.chapter})"
+        return f"resumed {self.session.meta.session_id} ({messages} messages, chapter {chapter})"
 
 
 def choose_session(workspace: Path, latest: bool, session_id: str | None) -> ResumeChoice | None:

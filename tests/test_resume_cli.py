@@ -264,6 +264,7 @@ def test_resuming_under_an_explicit_other_chapter_warns_that_tools_differ(
 
     expected = f"session {session_id} was recorded with chapter 2 and continues under chapter 5"
     assert expected in stderr
+    assert f"resumed {session_id} (2 messages, chapter 5)" in stderr
     assert "todo_write" in tools
 
 
