@@ -36,6 +36,7 @@ from agent_tutorial.features.artifact_catalog import ArtifactInfo
 from agent_tutorial.features.sessions import SessionInfo
 
 SUBJECT_WIDTH = 60
+MIN_SUBJECT_WIDTH = 12  # below this a subject says too little; the line may wrap
 ROUTINE_LAYERS = frozenset({"snip", "micro"})
 LAYER_ORDER = ("persist", "snip", "micro", "summary", "reactive")
 NOTICE_STYLES = {"info": "cyan", "warning": "yellow", "error": "bold red"}
@@ -85,24 +86,35 @@ def shorten(text: str, width: int = SUBJECT_WIDTH) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def tool_line(name: str, subject: str, result: ToolResult, seconds: float) -> Text:
-    """`• read_file README.md  2.1 KB  0.01s` or `✗ bash make  Error [timeout]  120.0s`."""
+def tool_line(
+    name: str, subject: str, result: ToolResult, seconds: float, width: int | None = None
+) -> Text:
+    """`• read_file README.md  2.1 KB  0.01s` or `✗ bash make  Error [timeout]  120.0s`.
+    With a `width`, the subject is shortened so the line fits it instead of wrapping."""
     line = Text()
     line.append("✗ " if result.is_error else "• ", style="red" if result.is_error else "green")
     line.append(name, style="bold")
+    tail = _tool_outcome(result, seconds)
+    room = SUBJECT_WIDTH if width is None else width - len(line) - len(tail) - 1
     if subject:
-        line.append(f" {shorten(subject)}")
+        line.append(f" {shorten(subject, max(min(room, SUBJECT_WIDTH), MIN_SUBJECT_WIDTH))}")
+    return line + tail
+
+
+def _tool_outcome(result: ToolResult, seconds: float) -> Text:
+    """What a finished call produced: its size or error, redactions, and its time."""
+    tail = Text()
     outcome = (
         f"Error [{result.error_code}]"
         if result.is_error
         else format_bytes(len(result.content.encode()))
     )
-    line.append(f"  {outcome}", style="red" if result.is_error else "dim")
+    tail.append(f"  {outcome}", style="red" if result.is_error else "dim")
     if result.redactions:
         secrets = "secret" if result.redactions == 1 else "secrets"
-        line.append(f"  {result.redactions} {secrets} redacted", style="yellow")
-    line.append(f"  {seconds:.2f}s", style="dim")
-    return line
+        tail.append(f"  {result.redactions} {secrets} redacted", style="yellow")
+    tail.append(f"  {seconds:.2f}s", style="dim")
+    return tail
 
 
 class TerminalRenderer:
@@ -148,7 +160,14 @@ class TerminalRenderer:
             self._wait(f"{event.call.name} {shorten(event.subject)}")
         elif isinstance(event, ToolFinished):
             self._activity(
-                tool_line(event.call.name, self._subject(event), event.result, event.seconds), depth
+                tool_line(
+                    event.call.name,
+                    self._subject(event),
+                    event.result,
+                    event.seconds,
+                    width=self.err.width - len("  │ ") * depth,
+                ),
+                depth,
             )
         elif isinstance(event, CompactionApplied):
             self._compaction(event, depth)

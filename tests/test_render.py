@@ -15,7 +15,13 @@ from agent_tutorial.core.events import CompactionApplied, ToolFinished, ToolStar
 from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.tools import tool_error, tool_success
 from agent_tutorial.features.sessions import SessionInfo
-from agent_tutorial.render import TerminalRenderer, messages_table, rendering, session_table
+from agent_tutorial.render import (
+    TerminalRenderer,
+    messages_table,
+    rendering,
+    session_table,
+    tool_line,
+)
 
 
 def render(*events: ToolStarted | ToolFinished) -> str:
@@ -173,3 +179,12 @@ def test_a_replayed_message_shows_control_characters_as_escapes() -> None:
 
     assert "\x1b" not in shown and "\u202e" not in shown
     assert shown.count("\\x1b[2J") == 2
+
+
+def test_a_finished_tool_line_shortens_its_subject_to_fit_the_terminal() -> None:
+    command = "wc -l -- src/cli.py src/adapters/filesystem.py src/features/compaction/manager.py"
+    line = tool_line("bash", command, tool_success("x" * 199), 0.01, width=80)
+
+    assert len(line.plain) <= 80
+    assert line.plain.startswith("• bash wc -l -- src/cli.py")
+    assert line.plain.endswith("…  199 B  0.01s")
