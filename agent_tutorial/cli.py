@@ -221,11 +221,12 @@ def _run(
     settings = _settings_or_exit(workspace, options.flags)
     resume = _resume_choice(workspace, options.resume_latest, options.resume_id, err)
     chapter = _chapter_or_note(resume, options.chapter, err)
-    settings = _with_strategy(_with_probed_window(settings, chapter), options.compaction)
     interactive = options.prompt is None and _stdin_is_terminal()
     if interactive:
         _refuse_json_repl(options.output_format)
     text = "" if interactive else _prompt_or_exit(options.prompt, settings.max_stdin_bytes)
+    # Only now ask the server for its window: a usage error should not wait on the network.
+    settings = _with_strategy(_with_probed_window(settings, chapter), options.compaction)
     renderer = _renderer(options, out, err, interactive=interactive)
     setup = _conversation_setup(settings, workspace, chapter, report.sinks(renderer), err, opened)
     conversation = _open_or_exit(setup, resume, err)
