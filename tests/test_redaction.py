@@ -235,3 +235,10 @@ def test_a_stream_does_not_mistake_the_end_of_a_word_for_a_token_start() -> None
 
     assert released == "x" * STREAM_BATCH_CHARS + "ta"
     assert out == first + "z"
+
+
+def test_text_after_a_private_key_cut_short_survives() -> None:
+    cut = PEM_BLOCK[: len(PEM_BLOCK) // 2]
+    after = "\n\nerror: build failed at step 3, see the log. Exit code 1\n"
+
+    assert shapes_only().redact(cut + after).text == "[REDACTED:private_key]" + after

@@ -42,9 +42,12 @@ TOKEN_SHAPES: tuple[tuple[str, str, str], ...] = (
     (
         "private_key",
         r"-----BEGIN ",
-        # A whole block, or (when its end is missing) the key material that follows.
+        # A whole block, or (when its end is missing) the key material that follows: its
+        # `Name: value` header lines, one blank line, then whole lines of base64 (the last
+        # may be cut off), so the text after a cut-short key survives.
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*"
-        r"PRIVATE KEY-----|[A-Za-z0-9+/=\s:,.-]*)",
+        r"PRIVATE KEY-----|(?:\r?\n[A-Za-z-]+: [^\r\n]*)*(?:\r?\n(?=\r?\n))?"
+        r"(?:\r?\n[A-Za-z0-9+/=]+(?=\r?\n|\Z))*)",
     ),
     (
         "api_key",
