@@ -275,11 +275,6 @@ def resolve_workspace_path(workspace: Path, path: str) -> Path:
     return workspace.resolve() / Workspace(workspace).locate(path).relative
 
 
-def workspace_relative(workspace: Path, real: Path) -> str:
-    """How a resolved path is shown to the model: relative to the workspace, `/`-separated."""
-    return real.relative_to(workspace.resolve()).as_posix()
-
-
 # Reading and writing what a walk found
 
 
