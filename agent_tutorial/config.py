@@ -47,6 +47,7 @@ from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
 from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES
+from agent_tutorial.dotenv_file import read_dotenv
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 
@@ -364,15 +365,8 @@ def _with_named_key(settings: Settings, dotenv_path: Path) -> Settings:
 
 
 def _dotenv_value(path: Path, name: str) -> str | None:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None
-    for line in lines:
-        key, sep, value = line.strip().removeprefix("export ").partition("=")
-        if sep and key.strip() == name:
-            return value.strip().strip("'\"")
-    return None
+    """`name` in the `.env` file, parsed as the redactor parses it (see `dotenv_file`)."""
+    return read_dotenv(path).get(name)
 
 
 def missing_settings(settings: Settings) -> list[str]:

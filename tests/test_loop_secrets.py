@@ -173,3 +173,21 @@ def test_the_agent_masks_its_key_and_secret_variables_but_not_public_values(
     assert redactor.redact(text).text == (
         f"{workspace} [REDACTED:OPENAI_API_KEY] [REDACTED:SERVICE_TOKEN] http://127.0.0.1:9/v1"
     )
+
+
+def test_a_dotenv_key_with_a_trailing_comment_is_sent_and_masked_as_the_same_value(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    state = workspace / ".agent_tutorial"
+    state.mkdir(exist_ok=True)
+    (state / "config.toml").write_text('api_key_env = "DEEPSEEK_API_KEY"\n', encoding="utf-8")
+    (state / ".env").write_text(
+        "DEEPSEEK_API_KEY=sk-deepseek-0123456789abcdef # the team key\n", encoding="utf-8"
+    )
+    settings = load_settings(workspace, {"base_url": "http://127.0.0.1:9/v1"})
+
+    assert settings.api_key is not None
+    assert settings.api_key.get_secret_value() == "sk-deepseek-0123456789abcdef"
+    redactor = secret_redactor(settings, workspace)
+    assert redactor.redact("sk-deepseek-0123456789abcdef").text == "[REDACTED:DEEPSEEK_API_KEY]"

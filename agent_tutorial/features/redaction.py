@@ -16,9 +16,8 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dotenv import dotenv_values
-
 from agent_tutorial.core.tools import ToolResult
+from agent_tutorial.dotenv_file import read_dotenv
 
 SECRET_NAME_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL")
 """A variable whose name contains one of these (in any case) holds a secret."""
@@ -110,10 +109,7 @@ def known_secrets(
 
 def dotenv_secrets_source(path: Path) -> Mapping[str, str | None]:
     """The variables of a `.env` file (none if it is missing or unreadable)."""
-    try:
-        return dotenv_values(path) if path.is_file() else {}
-    except (OSError, UnicodeDecodeError):
-        return {}
+    return read_dotenv(path)
 
 
 @dataclass(frozen=True, slots=True)
