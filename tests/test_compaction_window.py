@@ -191,3 +191,16 @@ def test_cache_aware_cuts_do_not_carry_over_to_another_history(tmp_path: Path) -
     other = compaction.prepare(history_with(12, "s" * 400, prompt="another task"))
 
     assert cleared(other) == 0
+
+
+def test_a_preview_of_the_next_request_changes_nothing_prepare_sends(tmp_path: Path) -> None:
+    """/context and the toolbar ask for the next request's size between turns; asking first
+    must not make `prepare` return the previous request or move the cache-aware cuts."""
+    full = history_with(120, "r" * 4_000)
+    plain = manager(tmp_path / "a", strategy="cache-aware")
+    previewed = manager(tmp_path / "b", strategy="cache-aware")
+    for count in range(1, 121):
+        history = full[: 1 + 2 * count]
+        expected = plain.prepare(history)
+        previewed.next_request_bytes(history)
+        assert previewed.prepare(history) == expected, f"request {count} differs"

@@ -82,6 +82,14 @@ class _SummaryState:
 class _Prepared:
     request: LayeredRequest
     summary: _SummaryState | None
+    index: CanonicalIndex
+    messages: int
+    """The canonical history it was built from: an index and how many messages it held."""
+
+    def still_fits(self, index: CanonicalIndex, summary: _SummaryState | None) -> bool:
+        return (
+            self.index is index and self.messages == len(index.messages) and self.summary is summary
+        )
 
 
 class CompactionManager:
@@ -149,9 +157,12 @@ class CompactionManager:
         return list(batch.results)
 
     def prepare(self, history: History) -> tuple[ChatMessage, ...]:
-        changed = self._sync(history)
-        if not changed and self._prepared is not None and self._prepared.summary is self._summary:
-            return self._prepared.request.messages
+        # Decided by what the last request was built from, not by whether this call's sync
+        # appended anything: a preview (`next_request_bytes`) may have synced it already.
+        self._sync(history)
+        prepared = self._prepared
+        if prepared is not None and prepared.still_fits(self._index, self._summary):
+            return prepared.request.messages
         budget = self._budget.history_bytes()
         if isinstance(self._policy, CacheAwareLayers):
             self._policy.marks = CacheMarks.for_budget(self.settings, budget)
@@ -162,7 +173,7 @@ class CompactionManager:
             request = self._fitted(self._summarize_automatically(history, request), budget)
         for event in self._report.events(request):
             self._emit(event)
-        self._prepared = _Prepared(request, self._summary)
+        self._prepared = _Prepared(request, self._summary, self._index, len(self._index.messages))
         self.last_request_bytes = request.utf8_bytes
         return request.messages
 
