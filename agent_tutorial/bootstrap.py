@@ -130,14 +130,15 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     guards, turn_guards = _guards(profile, deps, hooks)
     guidance = _add_todos_and_task(agent, deps, tools, guards)
     _add_project_knowledge(agent, deps, tools)
+    system_prompt = _system_prompt(agent)  # with AGENTS.md and the skill catalog: build once
     model = deps.model
     if Capability.COMPACTION in profile:
-        model = _add_compaction(agent, deps, tools, hooks)
+        model = _add_compaction(agent, deps, tools, hooks, system_prompt)
         guidance.append(ContinueAfterSummary())
     agent.runner = AgentRunner(
         model,
         tools,
-        system_prompt=_system_prompt(agent),
+        system_prompt=system_prompt,
         max_turns=deps.max_turns or deps.settings.max_turns,
         context=agent.compaction,
         redaction=redactor,
@@ -184,7 +185,11 @@ def _add_project_knowledge(agent: Agent, deps: AgentDeps, tools: ToolRegistry) -
 
 
 def _add_compaction(
-    agent: Agent, deps: AgentDeps, tools: ToolRegistry, hooks: HookRegistry | None
+    agent: Agent,
+    deps: AgentDeps,
+    tools: ToolRegistry,
+    hooks: HookRegistry | None,
+    system_prompt: str,
 ) -> ModelClient:
     """Chapter 8: the compaction manager becomes the runner's context. Returns the model
     the runner should call: metered, so that each reply calibrates bytes per token."""
@@ -198,7 +203,7 @@ def _add_compaction(
         deps.settings.compaction,
         context_window_tokens=deps.settings.context_window_tokens,
         on_event=deps.events.emit,
-        budget=_history_budget(agent, tools),
+        budget=_history_budget(agent, tools, system_prompt),
     )
     return model
 
@@ -213,10 +218,10 @@ def _window(settings: Settings) -> WindowSize | None:
     return None if tokens is None else WindowSize.of(tokens, settings.max_output_tokens)
 
 
-def _history_budget(agent: Agent, tools: ToolRegistry) -> HistoryBudget:
+def _history_budget(agent: Agent, tools: ToolRegistry, system_prompt: str) -> HistoryBudget:
     """The window less what every request carries besides the history: the system prompt,
     the tool schemas and room for reminders."""
-    prompt = [system_message(_system_prompt(agent))]
+    prompt = [system_message(system_prompt)]
     reserved = request_utf8_bytes(prompt, tools.specs()) + REMINDER_ALLOWANCE_BYTES
     meter = agent.context_meter
     return HistoryBudget(meter.window, reserved, meter.calibration)
