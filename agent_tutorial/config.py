@@ -30,6 +30,7 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -46,7 +47,7 @@ from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
-from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES
+from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES, describe_validation_error
 from agent_tutorial.dotenv_file import read_dotenv
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
@@ -389,16 +390,15 @@ _UNKNOWN_KEY_ERRORS = ("extra_forbidden", "unexpected_keyword_argument")  # mode
 def _describe_config_error(error: ValidationError) -> str:
     """Each problem on one line; a misspelt key is called unknown and, where one is close,
     names the setting it resembles (pydantic alone says "Extra inputs are not permitted")."""
-    problems = []
-    for item in error.errors(include_url=False):
-        where = ".".join(str(part) for part in item["loc"])
-        if item["type"] not in _UNKNOWN_KEY_ERRORS:
-            problems.append(f"{where or 'settings'}: {item['msg']}")
-            continue
-        close = difflib.get_close_matches(str(item["loc"][-1]), _known_keys(item["loc"]), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        problems.append(f"{where}: not a setting{hint}")
-    return "; ".join(problems)
+    return describe_validation_error(error, whole="settings", problem=_describe_config_problem)
+
+
+def _describe_config_problem(item: ErrorDetails) -> str:
+    if item["type"] not in _UNKNOWN_KEY_ERRORS:
+        return item["msg"]
+    close = difflib.get_close_matches(str(item["loc"][-1]), _known_keys(item["loc"]), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"not a setting{hint}"
 
 
 def _known_keys(loc: tuple[int | str, ...]) -> list[str]:

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import orjson
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from agent_tutorial.core.messages import AssistantMessage, ToolCall
 from agent_tutorial.core.model import ToolSpec
@@ -238,10 +239,16 @@ def _shortened(arguments: str, cap: int) -> str:
     return orjson.dumps({"omitted": note}).decode()
 
 
-def describe_validation_error(error: ValidationError, *, whole: str = "arguments") -> str:
-    """`field.path: problem; …` on one line; `whole` names a problem with no field."""
+def describe_validation_error(
+    error: ValidationError,
+    *,
+    whole: str = "arguments",
+    problem: Callable[[ErrorDetails], str] | None = None,
+) -> str:
+    """`field.path: problem; …` on one line; `whole` names a problem with no field.
+    `problem` words one item (pydantic's own message if not given)."""
     problems = []
     for item in error.errors(include_url=False):
         where = ".".join(str(part) for part in item["loc"]) or whole
-        problems.append(f"{where}: {item['msg']}")
+        problems.append(f"{where}: {problem(item) if problem else item['msg']}")
     return "; ".join(problems)
