@@ -33,9 +33,10 @@ from agent_tutorial.core.messages import (
 from agent_tutorial.core.model import ModelReply, ModelRequest
 from agent_tutorial.core.tools import ToolRegistry
 from agent_tutorial.features.builtin_tools import bash_tool
-from agent_tutorial.features.sessions import latest_session, load_session
+from agent_tutorial.features.sessions import load_session
 from agent_tutorial.render import TerminalRenderer
 from agent_tutorial.repl import Repl
+from agent_tutorial.resuming import choose_session
 from agent_tutorial.run_summary import RunSummary
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 from tests.conftest import (
@@ -73,6 +74,13 @@ class SigintWhenSleeping(threading.Thread):
         if wait_until(lambda: sleeping(self.marker)):
             self.sent_at = time.monotonic()
             os.kill(os.getpid(), signal.SIGINT)
+
+
+def continued_session(workspace: Path) -> Path:
+    """The session `--continue` resumes."""
+    choice = choose_session(workspace, True, None)
+    assert choice is not None
+    return choice.path
 
 
 def bash_runner(workspace: Path, model: ScriptedModel) -> AgentRunner:
@@ -310,7 +318,7 @@ def test_interrupted_one_shot_run_can_be_continued_with_its_paired_result(
     workspace: Path, loopback: LoopbackServer, marker: str, run_cli: Any
 ) -> None:
     interrupt_cli_during_sleep(workspace, loopback, marker)
-    path = latest_session(workspace)
+    path = continued_session(workspace)
     assert path is not None
     saved = load_session(path, repair=False)
     assert saved.history[-1] == tool_message(INTERRUPTED, "call-sleep")
@@ -350,7 +358,7 @@ def test_a_run_ended_by_a_signal_leaves_its_session_paired_and_whole(
 ) -> None:
     interrupt_cli_during_sleep(workspace, loopback, marker, signal_number)
 
-    path = latest_session(workspace)
+    path = continued_session(workspace)
     assert path is not None
     saved = load_session(path, repair=False)
     assert saved.history[-1] == tool_message(INTERRUPTED, "call-sleep")
@@ -391,7 +399,7 @@ def test_sighup_during_a_repl_turn_stops_the_tool_and_keeps_the_session_paired(
 
     assert terminal.wait_for_exit() == 129
     assert processes_with_marker(marker) == []
-    path = latest_session(workspace)
+    path = continued_session(workspace)
     assert path is not None
     assert load_session(path, repair=False).history[-1] == tool_message(INTERRUPTED, "call-sleep")
 
@@ -414,7 +422,7 @@ def test_sigterm_during_a_hook_stops_it_and_keeps_the_session_paired(
     assert cli.returncode == 143, stderr.decode()
     assert processes_with_marker(marker) == []
     assert not (workspace / "ran.txt").exists()
-    path = latest_session(workspace)
+    path = continued_session(workspace)
     assert path is not None
     assert load_session(path, repair=False).history[-1] == tool_message(INTERRUPTED, "call-1")
 
@@ -439,7 +447,7 @@ def test_sigterm_while_the_model_answers_exits_143_with_the_prompt_saved(
         released.set()
 
     assert cli.returncode == 143, stderr.decode()
-    path = latest_session(workspace)
+    path = continued_session(workspace)
     assert path is not None
     history = load_session(path, repair=False).history
     assert history[0].content == "hello"

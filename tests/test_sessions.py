@@ -47,11 +47,11 @@ from agent_tutorial.features.sessions import (
     check_session,
     endpoint_host,
     find_session,
-    latest_session,
     list_sessions,
     load_session,
     sessions_older_than,
 )
+from agent_tutorial.resuming import NothingToContinue, choose_session
 from agent_tutorial.testing import ScriptedModel, text_reply
 
 STARTED = datetime(2026, 11, 29, 22, 13, 37, tzinfo=UTC)
@@ -71,6 +71,13 @@ HISTORY: tuple[ChatMessage, ...] = (
     tool_message("Error [no_match]: nothing matched", "call_c"),
     assistant_message("None: ünïcödé ✓"),
 )
+
+
+def continued_session(workspace: Path) -> Path:
+    """The session `--continue` resumes."""
+    choice = choose_session(workspace, True, None)
+    assert choice is not None
+    return choice.path
 
 
 def meta(session_id: str = "0123abcd", started: datetime = STARTED) -> SessionMeta:
@@ -593,12 +600,13 @@ def test_a_first_prompt_longer_than_the_header_is_known_but_not_shown(workspace:
     [info] = list_sessions(workspace)
 
     assert (info.has_prompt, info.first_prompt) == (True, None)
-    assert latest_session(workspace) == info.path
+    assert continued_session(workspace) == info.path
 
 
 def test_list_sessions_without_a_sessions_directory_is_empty(workspace: Path) -> None:
     assert list_sessions(workspace) == []
-    assert latest_session(workspace) is None
+    with pytest.raises(NothingToContinue):
+        choose_session(workspace, True, None)
 
 
 def test_find_session_by_unique_prefix(workspace: Path) -> None:
@@ -623,7 +631,7 @@ def test_find_session_without_a_match_says_so(workspace: Path, query: str) -> No
         find_session(workspace, query)
 
 
-def test_latest_session_skips_sessions_without_a_prompt(workspace: Path) -> None:
+def test_continue_skips_sessions_without_a_prompt(workspace: Path) -> None:
     with_prompt = write_session(workspace, HISTORY, meta("aaaa0001"))
     write_session(workspace, [], meta("bbbb0002", STARTED + timedelta(hours=1)))
-    assert latest_session(workspace) == with_prompt
+    assert continued_session(workspace) == with_prompt

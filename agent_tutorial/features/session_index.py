@@ -206,16 +206,6 @@ def continue_candidates(workspace: Path) -> list[SessionInfo]:
     return [info for info in list_sessions(workspace) if info.has_prompt or info.problem]
 
 
-def latest_session(workspace: Path) -> Path | None:
-    """The newest session with at least one prompt whose header reads.
-
-    Sessions without a prompt are skipped so that opening and leaving the REPL does not
-    hide the conversation the user means to continue.
-    """
-    candidates = continue_candidates(workspace)
-    return next((info.path for info in candidates if info.problem is None), None)
-
-
 def find_session(workspace: Path, id_or_prefix: str) -> Path:
     """The one session file whose id starts with `id_or_prefix`."""
     prefix = id_or_prefix.strip().lower()
