@@ -5,7 +5,6 @@ process behind. What the exit code and the printed JSON mean is `core.hooks`' bu
 
 from __future__ import annotations
 
-import contextlib
 import os
 import selectors
 import signal
@@ -18,7 +17,7 @@ from typing import IO
 import orjson
 
 from agent_tutorial.adapters.escapees import Escapees
-from agent_tutorial.adapters.processes import InterruptLatch
+from agent_tutorial.adapters.processes import InterruptLatch, signal_group
 from agent_tutorial.core.hooks import (
     CommandHookConfig,
     HookCallback,
@@ -74,7 +73,7 @@ class CommandHook:
                 latch.release()
                 stdout, stderr = self._exchange(process, payload, escapees)
             finally:  # done, failed, timed out or interrupted: nothing it started stays
-                _kill_group(process)
+                signal_group(process.pid, signal.SIGKILL)
                 process.wait()
                 escapees.kill_and_reap()
         return stdout, stderr, process.returncode
@@ -107,7 +106,7 @@ class CommandHook:
                 self._check_size(output[process.stdout.fileno()], "stdout")
                 self._check_size(output[process.stderr.fileno()], "stderr")
                 if process.poll() is not None:
-                    _kill_group(process)
+                    signal_group(process.pid, signal.SIGKILL)
                     escapees.kill_and_reap()
         return bytes(output[process.stdout.fileno()]), bytes(output[process.stderr.fileno()])
 
@@ -154,13 +153,6 @@ class _Streams:
         if not self._pending:
             selector.unregister(self._stdin)
             self._stdin.close()  # end-of-file for the hook
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    # ProcessLookupError: the whole group is already gone; PermissionError: only members
-    # that changed their user id remain, and we may not signal them.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 def command_hook(config: CommandHookConfig, workspace: Path) -> HookCallback:

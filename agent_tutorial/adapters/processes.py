@@ -12,6 +12,8 @@ child starts, so its pid is never lost.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
 import threading
@@ -25,6 +27,14 @@ TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 _subreaper = False
 _termination_signal: int | None = None
+
+
+def signal_group(group_id: int, signal_number: signal.Signals) -> None:
+    """Send `signal_number` to the process group `group_id`, if any of it is left."""
+    # ProcessLookupError: the whole group is already gone; PermissionError: only members
+    # that changed their user id remain, and we may not signal them.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group_id, signal_number)
 
 
 def is_subreaper() -> bool:

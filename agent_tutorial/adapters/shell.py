@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agent_tutorial.adapters.escapees import Escapees
-from agent_tutorial.adapters.processes import InterruptLatch
+from agent_tutorial.adapters.processes import InterruptLatch, signal_group
 
 _CHUNK_BYTES = 64 * 1024
 _EXIT_CHECK_INTERVAL_S = 0.1
@@ -175,13 +175,13 @@ def _stop_everything(
     """Terminate whatever is left of the command's process group and its escapees, then
     kill what did not go and reap bash and the escapees."""
     try:
-        _signal_group(process.pid, signal.SIGTERM)
+        signal_group(process.pid, signal.SIGTERM)
         escapees.terminate()
         # The pipe reaches end-of-file once every process holding it has exited; until
         # then keep what the dying processes still write.
         _drain(pipe, output, time.monotonic() + _TERM_GRACE_S, escapees)
     finally:  # even if a second Ctrl-C cuts the grace short
-        _signal_group(process.pid, signal.SIGKILL)
+        signal_group(process.pid, signal.SIGKILL)
         process.wait()
         escapees.kill_and_reap()
 
@@ -203,13 +203,6 @@ def _read_chunk(pipe: int, output: _CommandOutput) -> bool:
     chunk = os.read(pipe, _CHUNK_BYTES)
     output.add(chunk)
     return bool(chunk)
-
-
-def _signal_group(group_id: int, signal_number: signal.Signals) -> None:
-    # ProcessLookupError: the group is already gone; PermissionError: only members that
-    # changed their user id remain, and we may not signal them.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group_id, signal_number)
 
 
 class _CommandOutput:
