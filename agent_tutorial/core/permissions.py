@@ -24,7 +24,12 @@ from typing import Any, Literal, Protocol, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from agent_tutorial.core.paths import WorkspacePathError, WorkspacePaths, write_refusal
+from agent_tutorial.core.paths import (
+    Location,
+    WorkspacePathError,
+    WorkspacePaths,
+    write_refusal,
+)
 from agent_tutorial.core.tools import Effect, ParsedCall, ToolResult, tool_error
 
 Decision: TypeAlias = Literal["allow", "ask", "deny"]
@@ -162,10 +167,11 @@ class PermissionPolicy:
 
     def decide(self, parsed: ParsedCall) -> DecisionRecord:
         """The policy's decision without asking anyone or reporting it."""
-        boundary = self._boundary_violation(parsed)
+        location = self._locate(parsed)
+        boundary = self._boundary_violation(parsed, location)
         if boundary is not None:
             return decision_for(parsed, "deny", boundary, "boundary")
-        record = self._rule_decision(parsed) or self._default_decision(parsed)
+        record = self._rule_decision(parsed, location) or self._default_decision(parsed)
         approved = self._approval_key(parsed) in self._approved
         if record.decision == "ask" and record.source == "default" and approved:
             return decision_for(
@@ -194,13 +200,27 @@ class PermissionPolicy:
     def after_call(self, parsed: ParsedCall, result: ToolResult) -> ToolResult:
         return result
 
-    def _boundary_violation(self, parsed: ParsedCall) -> str | None:
-        if parsed.tool.effect != "write" or parsed.tool.subject_field is None:
+    def _locate(self, parsed: ParsedCall) -> Location | WorkspacePathError | None:
+        """Where the subject lies in the workspace (or why it lies nowhere there), looked
+        up once for both the boundary check and the rules; None when neither needs it."""
+        tool = parsed.tool
+        writes_a_path = tool.effect == "write" and tool.subject_field is not None
+        names_a_path = tool.effect != "execute" and bool(parsed.subject)
+        if not (writes_a_path or names_a_path):
             return None
         try:
-            location = self.workspace.locate(parsed.subject)
+            return self.workspace.locate(parsed.subject)
         except WorkspacePathError as error:
-            return f"{parsed.tool.name} may only write inside the workspace: {error}"
+            return error
+
+    def _boundary_violation(
+        self, parsed: ParsedCall, location: Location | WorkspacePathError | None
+    ) -> str | None:
+        if parsed.tool.effect != "write" or parsed.tool.subject_field is None:
+            return None
+        assert location is not None  # `_locate` looks for every write tool with a subject
+        if isinstance(location, WorkspacePathError):
+            return f"{parsed.tool.name} may only write inside the workspace: {location}"
         protected = write_refusal(location)
         if protected is not None:
             return (
@@ -209,8 +229,10 @@ class PermissionPolicy:
             )
         return None
 
-    def _rule_decision(self, parsed: ParsedCall) -> DecisionRecord | None:
-        subjects = self._rule_subjects(parsed)
+    def _rule_decision(
+        self, parsed: ParsedCall, location: Location | WorkspacePathError | None
+    ) -> DecisionRecord | None:
+        subjects = self._rule_subjects(parsed, location)
         matching = [rule for rule in self.rules if _rule_applies(rule, parsed, subjects)]
         if not matching:
             return None
@@ -218,15 +240,15 @@ class PermissionPolicy:
         deciding = next(rule for rule in matching if rule.behavior == decision)
         return decision_for(parsed, decision, f"{decision} by {deciding.describe()}", "rule")
 
-    def _rule_subjects(self, parsed: ParsedCall) -> tuple[str, ...]:
+    def _rule_subjects(
+        self, parsed: ParsedCall, location: Location | WorkspacePathError | None
+    ) -> tuple[str, ...]:
         """The raw subject, and for paths also the workspace-relative real path, so a deny
         rule on `^secrets/` also catches `./secrets/x` and `/abs/workspace/secrets/x`."""
         subject = parsed.subject
         if parsed.tool.effect == "execute" or not subject:
             return (subject,)
-        try:
-            location = self.workspace.locate(subject)
-        except WorkspacePathError:
+        if not isinstance(location, Location):  # outside the workspace
             return (subject,)
         return (subject, location.relative.as_posix())
 
