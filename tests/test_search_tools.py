@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from agent_tutorial.adapters.filesystem import SKIPPED_DIRECTORIES, compile_glob
+from agent_tutorial.adapters.gitignore import MAX_IGNORE_FILE_BYTES
 from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.tools import ToolRegistry, ToolResult
 from agent_tutorial.features.builtin_tools import (
@@ -381,6 +382,27 @@ def test_gitignore_does_not_apply_outside_a_git_repository(workspace: Path) -> N
     result = run_tool(workspace, "grep", pattern="needle")
 
     assert result.content == "debug.log:1:needle"
+
+
+def test_a_gitignore_over_the_read_cap_applies_its_leading_rules(workspace: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    padding = ("#" + "x" * 99 + "\n") * (MAX_IGNORE_FILE_BYTES // 100 + 1)
+    make_files(
+        workspace,
+        {
+            ".gitignore": "*.log\n" + padding + "*.txt\n",  # `*.txt` lies past the cap
+            "debug.log": "needle\n",
+            "notes.txt": "needle\n",
+        },
+    )
+    assert (workspace / ".gitignore").stat().st_size > MAX_IGNORE_FILE_BYTES
+
+    found = run_tool(workspace, "glob", pattern="**/*")
+    matches = run_tool(workspace, "grep", pattern="needle")
+
+    assert not found.is_error and not matches.is_error
+    assert found.content.splitlines() == [".gitignore", "notes.txt"]
+    assert matches.content == "notes.txt:1:needle"
 
 
 @pytest.fixture
