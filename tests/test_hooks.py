@@ -20,6 +20,7 @@ from agent_tutorial.adapters.hook_runner import command_hook
 from agent_tutorial.core.events import EventBus, EventLog, Notice
 from agent_tutorial.core.hooks import (
     CommandHookConfig,
+    HookCallback,
     HookError,
     HookGuard,
     HookInput,
@@ -227,6 +228,42 @@ def test_timeout_kills_the_hook_and_its_children(workspace: Path) -> None:
     if not gone:
         os.kill(child, signal.SIGKILL)
     assert gone, f"process {child} outlived its hook"
+
+
+def command_hook_for(workspace: Path, command: str) -> HookCallback:
+    return command_hook(CommandHookConfig(command=command), workspace)
+
+
+def prompt_input(workspace: Path) -> HookInput:
+    return HookInput(event="UserPromptSubmit", workspace=workspace, prompt="go")
+
+
+def test_a_hook_that_closed_its_output_is_waited_for_not_killed(workspace: Path) -> None:
+    # Closing stdout and stderr is not exiting: a hook may redirect its output and go on
+    # working, and its exit status is its verdict. The pause widens the window in which
+    # a sweep on end-of-file would kill it, so the race shows on every run.
+    hook = command_hook_for(workspace, "exec >/dev/null 2>&1; sleep 0.2; touch done")
+    assert hook(prompt_input(workspace)) == HookOutcome()
+    assert (workspace / "done").exists()
+
+
+def test_a_hook_that_closed_its_output_but_runs_on_times_out(workspace: Path) -> None:
+    config = CommandHookConfig(command="exec >/dev/null 2>&1; sleep 60", timeout_s=0.5)
+    with pytest.raises(HookError, match=r"timed out after 0\.5 s and was killed"):
+        command_hook(config, workspace)(prompt_input(workspace))
+
+
+def test_a_touch_hook_succeeds_200_times_in_200(workspace: Path) -> None:
+    # touch closes its stdout and stderr on its way out, a moment before it exits; a
+    # sweep on end-of-file killed it there in 2 runs in 12.
+    hook = command_hook_for(workspace, "touch marker")
+    failures = []
+    for run in range(200):
+        try:
+            hook(prompt_input(workspace))
+        except HookError as error:
+            failures.append(f"run {run}: {error}")
+    assert failures == []
 
 
 def gone_or_zombie(pid: int) -> bool:

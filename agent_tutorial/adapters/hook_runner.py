@@ -17,7 +17,7 @@ from typing import IO
 import orjson
 
 from agent_tutorial.adapters.escapees import Escapees
-from agent_tutorial.adapters.processes import InterruptLatch, signal_group
+from agent_tutorial.adapters.processes import InterruptLatch, exited_by, signal_group
 from agent_tutorial.core.hooks import (
     CommandHookConfig,
     HookCallback,
@@ -87,7 +87,8 @@ class CommandHook:
         A hook that exits but leaves a background child holding its pipes (`notify &`, a
         daemon) would otherwise keep the run waiting for the whole timeout; once the hook
         itself has exited, the rest of its process group and its escapees are killed, so
-        the pipes close.
+        the pipes close. Both pipes closed, the hook is waited for in turn: only its exit
+        ends the exchange, so the caller's sweep never kills the hook itself.
         """
         assert process.stdin and process.stdout and process.stderr  # all three are PIPEs
         streams = _Streams(process.stdin, payload)
@@ -98,9 +99,7 @@ class CommandHook:
             while selector.get_map():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise HookError(
-                        f"{self.name} timed out after {self.config.timeout_s:g} s and was killed"
-                    )
+                    raise self._timed_out()
                 for key, _ in selector.select(min(remaining, _EXIT_POLL_S)):
                     streams.serve(selector, key.fd, output.get(key.fd))
                 self._check_size(output[process.stdout.fileno()], "stdout")
@@ -108,7 +107,12 @@ class CommandHook:
                 if process.poll() is not None:
                     signal_group(process.pid, signal.SIGKILL)
                     escapees.kill_and_reap()
+        if not exited_by(process, deadline):
+            raise self._timed_out()
         return bytes(output[process.stdout.fileno()]), bytes(output[process.stderr.fileno()])
+
+    def _timed_out(self) -> HookError:
+        return HookError(f"{self.name} timed out after {self.config.timeout_s:g} s and was killed")
 
     def _check_size(self, data: bytearray, stream: str) -> None:
         if len(data) > MAX_HOOK_OUTPUT_BYTES:

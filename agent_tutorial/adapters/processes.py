@@ -15,8 +15,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -35,6 +37,21 @@ def signal_group(group_id: int, signal_number: signal.Signals) -> None:
     # that changed their user id remain, and we may not signal them.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group_id, signal_number)
+
+
+def exited_by(process: subprocess.Popen[bytes], deadline: float) -> bool:
+    """Wait until `process` exits or the `time.monotonic()` `deadline` passes; True if it
+    exited (and is reaped).
+
+    Its pipes reaching end-of-file is not its exit: a command may close or redirect its
+    output and work on, and programs such as `touch` close theirs a moment before they
+    exit. Its process group is swept only after this, so the sweep never kills it.
+    """
+    try:
+        process.wait(timeout=max(deadline - time.monotonic(), 0))
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def is_subreaper() -> bool:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agent_tutorial.adapters.escapees import Escapees
-from agent_tutorial.adapters.processes import InterruptLatch, signal_group
+from agent_tutorial.adapters.processes import InterruptLatch, exited_by, signal_group
 
 _CHUNK_BYTES = 64 * 1024
 _EXIT_CHECK_INTERVAL_S = 0.1
@@ -156,16 +156,7 @@ def _pump(
             # pipe open long after bash itself has exited.
             ready = selector.select(min(remaining, _EXIT_CHECK_INTERVAL_S))
             if ready and not _read_chunk(pipe, output):
-                return _wait_for_exit(process, deadline)
-    return False
-
-
-def _wait_for_exit(process: subprocess.Popen[bytes], deadline: float) -> bool:
-    """The pipe closed but bash runs on (it closed its stdout): wait without reading."""
-    try:
-        process.wait(timeout=max(deadline - time.monotonic(), 0))
-    except subprocess.TimeoutExpired:
-        return True
+                return not exited_by(process, deadline)  # bash may run on without stdout
     return False
 
 
