@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
-from agent_tutorial.render import printable
+from agent_tutorial.core.text import printable
 
 PROMPT = "Allow? [y]es / [n]o / [a]lways this session (Enter = no): "
 MAX_SHOWN_LINES = 12
@@ -86,7 +86,7 @@ def describe_request(request: ApprovalRequest) -> Panel:
         if "\n" in shown:  # a multi-line value starts on its own line, indented
             shown = "\n" + textwrap.indent(shown, "  ")
         body.append(shown)
-    title = Text(f"{request.tool_name} wants permission", style="bold yellow")
+    title = Text(f"{printable(request.tool_name)} wants permission", style="bold yellow")
     return Panel(body, title=title, title_align="left", border_style="yellow")
 
 

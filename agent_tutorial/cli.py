@@ -322,10 +322,11 @@ def _finish_run(
     output_format: OutputFormat,
 ) -> None:
     """Text output not streamed as it came is written whole; then the result record."""
+    from agent_tutorial.core.text import printable
     from agent_tutorial.headless import RunOutcome
 
     if output_format is OutputFormat.text and not renderer.stream_answer:
-        sys.stdout.write(result.final_text.rstrip("\n") + "\n")
+        sys.stdout.write(printable(result.final_text.rstrip("\n")) + "\n")
     report.finish(RunOutcome("success", final_text=result.final_text), chapter=chapter)
 
 
@@ -377,8 +378,10 @@ def _chapter_or_note(choice: "ResumeChoice | None", requested: int | None, err: 
 def _print_warnings(err: "Console", lines: list[str]) -> None:
     from rich.text import Text
 
+    from agent_tutorial.core.text import printable
+
     for line in lines:
-        err.print(Text.assemble(("warning: ", "yellow"), line), highlight=False)
+        err.print(Text.assemble(("warning: ", "yellow"), printable(line)), highlight=False)
 
 
 def _open_or_exit(
@@ -569,9 +572,9 @@ def _fail(err: "Console", message: str, code: int) -> NoReturn:
 
 
 def _print_error(err: "Console", message: str) -> None:
-    from rich.text import Text
+    from agent_tutorial.render import error_line
 
-    err.print(Text.assemble(("error: ", "bold red"), message), highlight=False)
+    err.print(error_line(message), highlight=False)
 
 
 artifacts_app = typer.Typer(help="Chapter 8's persisted tool results and transcripts.")
@@ -597,7 +600,8 @@ def artifacts_show(
     reference: Annotated[str, typer.Argument(help="An id, id prefix, file name or path.")],
     raw: Annotated[bool, typer.Option("--raw", help="Print the stored bytes as they are.")] = False,
 ) -> None:
-    """Print one artifact in full (a transcript as a table unless --raw)."""
+    """Print one artifact in full (a transcript as a table unless --raw). A tool's output
+    may hold escape sequences: they are shown as text (`\\x1b`) unless --raw."""
     from agent_tutorial.features.artifact_catalog import ArtifactLookupError, find_artifact
     from agent_tutorial.render import make_consoles, messages_table, transcript_records
 
@@ -609,8 +613,14 @@ def artifacts_show(
         _fail(
             err, str(error), EXIT_USAGE if isinstance(error, ArtifactLookupError) else EXIT_FAILURE
         )
-    if raw or info.kind != "transcript":
+    if raw:
         sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    if info.kind != "transcript":
+        from agent_tutorial.core.text import printable
+
+        sys.stdout.write(printable(data.decode("utf-8", "surrogateescape")))
         sys.stdout.flush()
         return
     out.print(messages_table(transcript_records(data), title=info.relative_path))
@@ -657,6 +667,9 @@ def sessions_list(
     """Saved sessions, newest first, damaged ones too (listing reads only each file's first
     lines; --check reads them whole, as resuming would). With --check, exit 1 if any is
     damaged."""
+    from rich.text import Text
+
+    from agent_tutorial.core.text import printable
     from agent_tutorial.features.sessions import SessionError, check_session, list_sessions
     from agent_tutorial.render import make_consoles, session_table
 
@@ -675,7 +688,7 @@ def sessions_list(
     out.print(session_table(found, problems))
     damaged = [(info, problem) for info, problem in zip(found, problems, strict=True) if problem]
     for info, problem in damaged:
-        out.print(f"{info.session_id}: {problem}", highlight=False, soft_wrap=True)
+        out.print(Text(f"{info.session_id}: {printable(problem)}"), soft_wrap=True)
     if damaged:
         _fail(err, f"{len(damaged)} of {len(found)} session(s) cannot be resumed", EXIT_FAILURE)
 

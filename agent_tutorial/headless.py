@@ -13,6 +13,7 @@ change without the other.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -160,10 +161,22 @@ def _usage(usage: Usage | None) -> Record | None:
     return None if usage is None else _fields(usage)
 
 
+# orjson escapes C0 controls; DEL and C1 controls (0x9b is CSI to some terminals) are valid
+# JSON as they are, and would reach a terminal that shows this output raw.
+_RAW_CONTROLS = re.compile(rb"\x7f|\xc2[\x80-\x9f]")
+
+
 def json_text(record: Record, *, indent: bool = False) -> str:
+    """The record as JSON text with every control character escaped (`\\u001b`, `\\u009b`),
+    so it parses to the same values and is inert on a terminal."""
     # default=str: an unusual value in an event's details must not end the run
     option = orjson.OPT_INDENT_2 if indent else 0
-    return orjson.dumps(record, default=str, option=option).decode()
+    data = orjson.dumps(record, default=str, option=option)
+    return _RAW_CONTROLS.sub(_escaped_control, data).decode()
+
+
+def _escaped_control(match: re.Match[bytes]) -> bytes:
+    return b"\\u%04x" % ord(match[0].decode())
 
 
 class StreamJsonSink:

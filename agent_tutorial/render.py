@@ -3,7 +3,6 @@ activity line per tool call, compaction step or warning on stderr."""
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -31,6 +30,7 @@ from agent_tutorial.core.events import (
     ToolStarted,
     TurnStarted,
 )
+from agent_tutorial.core.text import printable
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.artifact_catalog import ArtifactInfo
 from agent_tutorial.features.sessions import SessionInfo
@@ -65,22 +65,6 @@ def format_bytes(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
-# C0 and C1 controls (ESC among them) except tab and newline, and the bidi overrides.
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: str) -> str:
-    """`text` with control characters and bidi overrides shown as escapes (`\\x1b`), so a
-    model-chosen command or path cannot move the cursor, hide or reorder what the user
-    reads, in an approval prompt above all. Newlines and tabs are kept."""
-    return _UNPRINTABLE.sub(lambda match: _escape(match[0]), text)
-
-
-def _escape(character: str) -> str:
-    code = ord(character)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def shorten(text: str, width: int = SUBJECT_WIDTH) -> str:
     line = printable(" ".join(text.split()))
     return line if len(line) <= width else line[: width - 1] + "…"
@@ -93,7 +77,7 @@ def tool_line(
     With a `width`, the subject is shortened so the line fits it instead of wrapping."""
     line = Text()
     line.append("✗ " if result.is_error else "• ", style="red" if result.is_error else "green")
-    line.append(name, style="bold")
+    line.append(printable(name), style="bold")
     tail = _tool_outcome(result, seconds)
     room = SUBJECT_WIDTH if width is None else width - len(line) - len(tail) - 1
     if subject:
@@ -157,7 +141,7 @@ class TerminalRenderer:
             self._end_stream()
         elif isinstance(event, ToolStarted):
             self._subjects[event.call.id] = event.subject
-            self._wait(f"{event.call.name} {shorten(event.subject)}")
+            self._wait(f"{printable(event.call.name)} {shorten(event.subject)}")
         elif isinstance(event, ToolFinished):
             self._activity(
                 tool_line(
@@ -172,7 +156,7 @@ class TerminalRenderer:
         elif isinstance(event, CompactionApplied):
             self._compaction(event, depth)
         elif isinstance(event, Notice):
-            self._activity(Text(event.text, style=NOTICE_STYLES[event.level]), depth)
+            self._activity(Text(printable(event.text), style=NOTICE_STYLES[event.level]), depth)
         elif isinstance(event, PermissionDecided) and (self.verbose or event.decision != "allow"):
             self._activity(decision_line(event), depth)
 
@@ -195,7 +179,8 @@ class TerminalRenderer:
         if routine and event.layer in self._layers_shown and not self.verbose:
             return
         self._layers_shown.add(event.layer)
-        self._activity(Text(f"⚙ {event.text}", style="dim" if routine else "magenta"), depth)
+        shown = Text(f"⚙ {printable(event.text)}", style="dim" if routine else "magenta")
+        self._activity(shown, depth)
 
     def _subject(self, event: ToolFinished) -> str:
         """The subject the tool declared (grep: its pattern); for a call that did not
@@ -223,6 +208,7 @@ class TerminalRenderer:
         self._stop_waiting()
         if not (self.stream_answer and text):
             return
+        text = printable(text)  # per character: a sequence split across pieces stays split
         if self.markdown:
             self._answer += text
             if self._live is None:
@@ -250,6 +236,11 @@ class TerminalRenderer:
         self.err.print(Text("  │ " * depth) + line, highlight=False)
 
 
+def error_line(message: str, label: str = "error") -> Text:
+    """`error: message`, the message escaped: it may quote a server, a file or a model."""
+    return Text.assemble((f"{label}: ", "bold red"), printable(message))
+
+
 def compaction_totals_line(totals: dict[str, list[int]]) -> Text:
     """`⚙ compaction this run: snip 10×, micro 46×; 96.4 KB saved (-v shows every step)`."""
     known = {layer: place for place, layer in enumerate(LAYER_ORDER)}
@@ -272,15 +263,19 @@ def _live_display(console: Console) -> Live:
 
 
 def _markdown(text: str) -> RenderableType:
+    """`text` (already `printable`) as Markdown. A link shows its address after its text
+    instead of becoming a terminal hyperlink, whose target the reader would not see."""
     from rich.markdown import Markdown
 
-    return Markdown(text)
+    return Markdown(text, hyperlinks=False)
 
 
 def decision_line(event: PermissionDecided) -> Text:
     style = {"allow": "green", "ask": "yellow", "deny": "red"}[event.decision]
     line = Text(f"⚖ {event.decision}", style=style)
-    line.append(f" {event.tool} {shorten(event.subject)}  ({event.source}: {event.reason})")
+    line.append(
+        printable(f" {event.tool} {shorten(event.subject)}  ({event.source}: {event.reason})")
+    )
     return line
 
 
@@ -317,7 +312,7 @@ def artifact_table(artifacts: Sequence[ArtifactInfo]) -> Table:
     table.add_column("time")
     for info in artifacts:
         stamp = datetime.fromtimestamp(info.modified).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(info.kind, Text(info.id), format_bytes(info.size), stamp)
+        table.add_row(info.kind, Text(printable(info.id)), format_bytes(info.size), stamp)
     return table
 
 

@@ -30,6 +30,7 @@ from agent_tutorial.conversation import Conversation
 from agent_tutorial.core.loop import AgentRunError, TurnInterrupted
 from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.model import ModelError
+from agent_tutorial.core.text import printable
 from agent_tutorial.features.artifact_catalog import list_artifacts
 from agent_tutorial.features.compaction import CompactionError, history_utf8_bytes
 from agent_tutorial.features.compaction.budget import WindowSize
@@ -40,6 +41,7 @@ from agent_tutorial.profiles import Capability
 from agent_tutorial.render import (
     TerminalRenderer,
     artifact_table,
+    error_line,
     format_bytes,
     rendering,
     session_table,
@@ -217,7 +219,8 @@ class Repl:
             name, _, argument = text.partition(" ")
             command = self._commands.get(name)
             if command is None:
-                self.err.print(Text(f"unknown command {name}; try /help", style="yellow"))
+                unknown = f"unknown command {printable(name)}; try /help"
+                self.err.print(Text(unknown, style="yellow"))
                 return True
             return command(argument.strip())
         if self._large_prompt_confirmed(text):
@@ -256,7 +259,7 @@ class Repl:
                 raise  # SIGTERM or SIGHUP end the REPL; the turn is already paired and saved
             self.err.print("interrupted; the conversation goes on", style="yellow")
         except (AgentRunError, ModelError) as error:
-            self.err.print(Text.assemble(("error: ", "bold red"), str(error)))
+            self.err.print(error_line(str(error)))
 
     def toolbar(self) -> FormattedText:
         """One line that fits the terminal: parts that matter least go first when it is
@@ -308,7 +311,7 @@ class Repl:
         profile = self.conversation.agent.profile
         return Text.assemble(
             ("agent-tutorial", "bold"),
-            f" · chapter {profile.chapter}: {profile.title} · {self.model_name}\n",
+            f" · chapter {profile.chapter}: {profile.title} · {printable(self.model_name)}\n",
             ("Enter sends, Alt+Enter adds a line, /help lists commands, Ctrl-D leaves.", "dim"),
         )
 
@@ -376,7 +379,7 @@ class Repl:
             self.err.print("compaction interrupted; the conversation goes on", style="yellow")
             return True
         except (CompactionError, SessionError, ModelError) as error:
-            self.err.print(Text.assemble(("compact failed: ", "bold red"), str(error)))
+            self.err.print(error_line(str(error), "compact failed"))
             return True
         transcript = outcome.transcript.relative_path
         self.err.print(Text(f"compacted; transcript {transcript}", style="magenta"))
@@ -387,7 +390,8 @@ class Repl:
         if todos is None:
             self.err.print("todo planning arrives in chapter 5", style="yellow")
         else:
-            self.out.print(Text(render_plan(todos.items) or "no plan yet"))  # "[x]": not markup
+            plan = printable(render_plan(todos.items)) or "no plan yet"
+            self.out.print(Text(plan))  # "[x]": not markup
         return True
 
     def _artifacts(self, _argument: str) -> bool:
@@ -405,7 +409,7 @@ class Repl:
         try:
             sessions = list_sessions(self.conversation.setup.workspace)
         except SessionError as error:  # a symlinked or unreadable sessions directory
-            self.err.print(Text.assemble(("cannot list sessions: ", "bold red"), str(error)))
+            self.err.print(error_line(str(error), "cannot list sessions"))
             return True
         self.out.print(session_table(sessions) if sessions else "no saved sessions")
         return True
@@ -422,7 +426,7 @@ class Repl:
                 return True
             loaded = self.conversation.resume(path)
         except SessionError as error:
-            self.err.print(Text.assemble(("cannot resume: ", "bold red"), str(error)))
+            self.err.print(error_line(str(error), "cannot resume"))
             return True
         self.summary.reset()
         resumed = f"resumed {loaded.meta.session_id}: {len(loaded.history)} messages"

@@ -8,11 +8,19 @@ timeout, never a fixed sleep.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import select
 import signal
+import struct
+import subprocess
 import sys
+import termios
 import time
+import tty
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pexpect
@@ -153,3 +161,59 @@ class Terminal:
         except pexpect.EOF:
             return False
         return True
+
+
+@dataclass
+class PtyRun:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+
+def run_on_two_terminals(
+    args: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float = WAIT_S
+) -> PtyRun:
+    """`python -m agent_tutorial ARGS` with stdout and stderr each on its own pty (stdin
+    empty), read to the end as the exact bytes written: the ptys are raw, so the terminal
+    adds no carriage returns, and nothing interprets an escape sequence."""
+    masters, slaves = zip(*(pty.openpty() for _ in range(2)), strict=True)
+    for slave in slaves:
+        tty.setraw(slave)
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 80, 0, 0))
+    environment = {k: v for k, v in os.environ.items() if k not in {"COLUMNS", "LINES"}}
+    environment.update({"TERM": "xterm-256color", **env})
+    child = subprocess.Popen(
+        [sys.executable, "-m", "agent_tutorial", *args],
+        cwd=cwd,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=slaves[0],
+        stderr=slaves[1],
+    )
+    for slave in slaves:
+        os.close(slave)
+    received = {master: bytearray() for master in masters}
+    open_masters = list(masters)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while open_masters:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out; stderr so far: {bytes(received[masters[1]])!r}")
+            ready, _, _ = select.select(open_masters, [], [], 0.1)
+            for master in ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: the child closed its side
+                    data = b""
+                if data:
+                    received[master] += data
+                else:
+                    open_masters.remove(master)
+        exit_code = child.wait(timeout=max(0.1, deadline - time.monotonic()))
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        for master in masters:
+            os.close(master)
+    return PtyRun(exit_code, bytes(received[masters[0]]), bytes(received[masters[1]]))

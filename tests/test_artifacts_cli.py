@@ -93,6 +93,29 @@ def test_show_prints_the_full_bytes_of_a_tool_result(run_cli: RunCli, workspace:
     assert result.stdout.encode() == data
 
 
+def test_show_prints_escape_sequences_in_a_tool_result_as_text(
+    run_cli: RunCli, workspace: Path
+) -> None:
+    data = b"coloured \x1b[31mred\x1b[0m, titled \x1b]0;pwned\x07, csi \xc2\x9b2J, byte \xe9\n"
+    write_aged(artifacts(workspace) / "tool-result-esc.txt", data, age_days=0)
+
+    result = run_cli("artifacts", "show", "esc")
+
+    assert result.exit_code == 0
+    assert result.stdout == (
+        r"coloured \x1b[31mred\x1b[0m, titled \x1b]0;pwned\x07, csi \x9b2J, byte \xe9" + "\n"
+    )
+
+
+def test_show_raw_prints_a_tool_result_byte_for_byte(run_cli: RunCli, workspace: Path) -> None:
+    data = b"coloured \x1b[31mred\x1b[0m\n"
+    write_aged(artifacts(workspace) / "tool-result-esc.txt", data, age_days=0)
+
+    result = run_cli("artifacts", "show", "esc", "--raw")
+
+    assert result.stdout.encode() == data
+
+
 def test_show_finds_an_artifact_by_the_path_a_preview_names(
     run_cli: RunCli, workspace: Path
 ) -> None:

@@ -7,16 +7,26 @@ import io
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent_tutorial.core.events import CompactionApplied, ToolFinished, ToolStarted
+from agent_tutorial.core.events import (
+    CompactionApplied,
+    Event,
+    Notice,
+    PermissionDecided,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+)
 from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.tools import tool_error, tool_success
 from agent_tutorial.features.sessions import SessionInfo
 from agent_tutorial.render import (
     TerminalRenderer,
+    error_line,
     messages_table,
     rendering,
     session_table,
@@ -188,3 +198,60 @@ def test_a_finished_tool_line_shortens_its_subject_to_fit_the_terminal() -> None
     assert len(line.plain) <= 80
     assert line.plain.startswith("• bash wc -l -- src/cli.py")
     assert line.plain.endswith("…  199 B  0.01s")
+
+
+# A model's text, a tool's name, a hook's reason or a server's words in any line the
+# renderer prints: escape sequences arrive as text, never as control bytes.
+SEQUENCES = "\x1b]52;c;eA==\x07\x1b]0;t\x07\x1b[2J\x9b1m"
+SEQUENCES_SHOWN = r"\x1b]52;c;eA==\x07\x1b]0;t\x07\x1b[2J\x9b1m"
+
+
+def rendered_streams(events: list[Event], *, markdown: bool = False) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    renderer = TerminalRenderer(
+        Console(file=out, width=200, color_system=None),
+        Console(file=err, width=200, color_system=None),
+        stream_answer=True,
+        markdown=markdown,
+        verbose=True,
+    )
+    with rendering(renderer):
+        for event in events:
+            renderer.emit(event)
+    return out.getvalue(), err.getvalue()
+
+
+def test_every_activity_line_shows_control_characters_as_escapes() -> None:
+    call = tool_call("c1", f"x{SEQUENCES}", "{}")
+    events: list[Event] = [
+        ToolStarted(call, SEQUENCES),
+        ToolFinished(call, tool_error("unknown_tool", "no"), 0.0),
+        Notice("warning", SEQUENCES),
+        PermissionDecided("bash", SEQUENCES, "deny", SEQUENCES, "hook"),
+        CompactionApplied("summary", SEQUENCES),
+    ]
+
+    _, err = rendered_streams(events)
+
+    assert "\x1b" not in err and "\x9b" not in err and "\x07" not in err
+    assert err.count(SEQUENCES_SHOWN) == 6  # name and subject, notice, subject and reason, step
+
+
+@pytest.mark.parametrize("markdown", [False, True], ids=["text", "markdown"])
+def test_a_sequence_split_across_streamed_pieces_stays_text(markdown: bool) -> None:
+    pieces = ["before \x1b", "]52;c;eA==", "\x07 \x1b[", "2J \x9b", "1m after"]
+
+    out, _ = rendered_streams([TextDelta(piece) for piece in pieces], markdown=markdown)
+
+    assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out
+    assert r"before \x1b]52;c;eA==\x07 \x1b[2J \x9b1m after" in out
+
+
+def test_an_error_line_shows_control_characters_as_escapes() -> None:
+    assert printed(error_line(f"bad {SEQUENCES}")) == f"error: bad {SEQUENCES_SHOWN}\n"
+
+
+def test_a_name_that_is_not_utf8_is_shown_with_its_byte_escaped() -> None:
+    shown = printed(tool_line("read_file", "caf\udce9.txt", tool_success("ok"), 0.0))
+
+    assert shown.startswith(r"• read_file caf\xe9.txt")

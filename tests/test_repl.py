@@ -531,6 +531,20 @@ def test_todos_shows_the_status_marks_and_the_items_as_written(
     assert "[ ] write tests" in lines
 
 
+def test_todos_shows_escape_sequences_in_an_item_as_text(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    plan = {"todos": [{"content": "tidy \x1b]0;pwned\x07\x1b[2J up", "status": "pending"}]}
+    loopback.queue(tool_stream([("t1", "todo_write", plan)]), text_stream("Planned."))
+    harness = make_repl(chapter=5)
+
+    harness.drive("plan it", "/todos")
+
+    shown = harness.stdout.getvalue()
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert r"[ ] tidy \x1b]0;pwned\x07\x1b[2J up" in shown.splitlines()
+
+
 def test_unknown_command_is_echoed_as_typed_not_as_markup(make_repl: MakeRepl) -> None:
     harness = make_repl()
 
