@@ -1,12 +1,14 @@
 """What the sandbox costs per command: the median wall time of `bash -c true` started
 plainly and started confined (workspace-write with the network off, and on), interleaved so
-a machine that gets busier slows them alike, plus the time to decide the mounts alone.
+a machine that gets busier slows them alike, plus the time to decide the mounts alone; and
+the CPU time the children used (user + system), the steadier figure on a shared machine.
 
 Run with `make bench` (`.venv/bin/python benchmarks/bench_sandbox.py [RUNS]`).
 """
 
 from __future__ import annotations
 
+import resource
 import statistics
 import subprocess
 import sys
@@ -33,6 +35,11 @@ def start(policy: SandboxPolicy) -> None:
 def decide_only(policy: SandboxPolicy) -> None:
     with sandboxed(policy, COMMAND, cwd=policy.workspace):
         pass
+
+
+def child_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -62,17 +69,20 @@ def main() -> None:
             "deciding the mounts alone": lambda: decide_only(policies[False]),
         }
         times: dict[str, list[float]] = {label: [] for label in contenders}
+        cpu: dict[str, list[float]] = {label: [] for label in contenders}
         for _ in range(runs + 1):  # the first round warms caches and is dropped
             for label, contender in contenders.items():
-                started = time.perf_counter()
+                started, cpu_before = time.perf_counter(), child_cpu_seconds()
                 contender()
                 times[label].append(time.perf_counter() - started)
-    medians = {label: statistics.median(values[1:]) * 1000 for label, values in times.items()}
-    baseline = medians["plain bash -c true"]
-    print(f"sandbox cost per command, median of {runs} runs:")
-    for label, milliseconds in medians.items():
-        ratio = f"  ({milliseconds / baseline:4.1f}x plain)" if "sandboxed" in label else ""
-        print(f"  {label:<28} {milliseconds:7.1f} ms{ratio}")
+                cpu[label].append(child_cpu_seconds() - cpu_before)
+    wall = {label: statistics.median(values[1:]) * 1000 for label, values in times.items()}
+    used = {label: statistics.median(values[1:]) * 1000 for label, values in cpu.items()}
+    baseline = wall["plain bash -c true"]
+    print(f"sandbox cost per command, median of {runs} runs (wall, children's CPU):")
+    for label, milliseconds in wall.items():
+        ratio = f"  {milliseconds / baseline:4.1f}x plain" if "sandboxed" in label else ""
+        print(f"  {label:<28} {milliseconds:7.1f} ms {used[label]:6.1f} ms CPU{ratio}")
 
 
 if __name__ == "__main__":
