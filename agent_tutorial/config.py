@@ -54,6 +54,14 @@ from agent_tutorial.features.compaction.settings import CompactionSettings
 
 DEMO_MODEL = "demo"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+# Upper bounds of the numeric settings: far beyond any real use, low enough that no value
+# overflows a timer or an index (`inf`, `nan` and 40-digit numbers are configuration errors).
+MAX_TIMEOUT_S = 86_400.0
+"""A day: the longest any one wait (a request, a hook, a grep) may be set to."""
+MAX_TOKENS = 10_000_000
+"""Ten million tokens: the largest context windows today."""
+MiB = 1024 * 1024
 _WIRE = WireOptions()
 """The adapter's defaults, which the wire settings below document and start from."""
 
@@ -88,6 +96,7 @@ class Settings(BaseSettings):
         case_sensitive=False,
         env_prefix="AGENT_TUTORIAL_",
         env_ignore_empty=True,
+        loc_by_alias=False,  # an error names the setting, not the variable it may come from
     )
 
     base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
@@ -105,32 +114,33 @@ class Settings(BaseSettings):
     )
     """The model name the endpoint knows, or `demo` for the offline scripted demo."""
 
-    max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1)
+    max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1, le=1_000_000)
     """Model calls allowed for one prompt before the run stops."""
 
-    max_retries: int = Field(default=2, ge=0)
+    max_retries: int = Field(default=2, ge=0, le=100)
     """Retries the SDK makes for 408/409/429/5xx and connection errors, with backoff."""
 
-    request_timeout_s: float = Field(default=600.0, gt=0)
+    request_timeout_s: float = Field(default=600.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     """Seconds before one model request is abandoned."""
 
     context_window_tokens: int | None = Field(
         default=None,
         ge=256,
+        le=MAX_TOKENS,
         validation_alias=AliasChoices("AGENT_TUTORIAL_CONTEXT_WINDOW"),
     )
     """The model's context window in tokens; unset, chapter 8 asks the server and otherwise
     keeps to its byte thresholds. The one place the window is set: a `context_window_tokens`
     under `[compaction]` is read as this setting (see `_one_context_window`)."""
 
-    max_stdin_bytes: int = Field(default=1024 * 1024, ge=1)
+    max_stdin_bytes: int = Field(default=MiB, ge=1, le=1024 * MiB)
     """The most piped standard input `run` accepts as (part of) the prompt; more is refused."""
 
-    project_instructions_max_bytes: int = Field(default=32 * 1024, ge=1)
+    project_instructions_max_bytes: int = Field(default=32 * 1024, ge=1, le=4 * MiB)
     """How much of AGENTS.md (or CLAUDE.md) goes into the system prompt (chapter 7 on);
     the rest is cut, with a one-line warning."""
 
-    max_output_tokens: int = Field(default=_WIRE.max_output_tokens, ge=1)
+    max_output_tokens: int = Field(default=_WIRE.max_output_tokens, ge=1, le=MAX_TOKENS)
     """The most tokens one reply may have, sent with every request (as `max_tokens`, or
     `max_completion_tokens` once a server asks for that); a runaway reply stops there."""
 
@@ -157,7 +167,9 @@ class Settings(BaseSettings):
     compaction: CompactionSettings = CompactionSettings()
     """`[compaction]`: chapter 8's thresholds and strategy; see `CompactionSettings`."""
 
-    grep_time_budget_s: float = Field(default=GREP_TIME_BUDGET_S, gt=0)
+    grep_time_budget_s: float = Field(
+        default=GREP_TIME_BUDGET_S, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False
+    )
     """Seconds one grep call may search; then it returns `Error [timeout]` with the matches
     found so far (a regex that backtracks badly cannot hang the agent)."""
 
@@ -168,10 +180,10 @@ class Settings(BaseSettings):
     shell_environment: ShellEnvironmentConfig = ShellEnvironmentConfig()
     """`[shell_environment]`: what bash's environment keeps; see chapter 3."""
 
-    output_disk_cap_bytes: int = Field(default=OUTPUT_DISK_CAP_BYTES, ge=0)
+    output_disk_cap_bytes: int = Field(default=OUTPUT_DISK_CAP_BYTES, ge=0, le=64 * 1024 * MiB)
     """Bytes of one command's whole output kept on disk for chapter 8's artifact (0: none)."""
 
-    max_tool_argument_bytes: int = Field(default=MAX_TOOL_ARGUMENT_BYTES, ge=1024)
+    max_tool_argument_bytes: int = Field(default=MAX_TOOL_ARGUMENT_BYTES, ge=1024, le=64 * MiB)
     """A tool call with larger arguments is refused, and the arguments are shortened in the
     history, so they are not sent again with every later request."""
 

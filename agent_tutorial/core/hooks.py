@@ -178,8 +178,8 @@ class CommandHookConfig(BaseModel):
     """A regex the whole tool name must match (tool events only); omitted = every tool."""
     command: str = Field(min_length=1)
     """Run with `bash -c` in the workspace; gets the event as one JSON object on stdin."""
-    timeout_s: float = Field(default=30, gt=0)
-    """Seconds before the command, and everything it started, is killed."""
+    timeout_s: float = Field(default=30, gt=0, le=86_400, allow_inf_nan=False)
+    """Seconds before the command, and everything it started, is killed (at most a day)."""
 
     @field_validator("matcher")
     @classmethod

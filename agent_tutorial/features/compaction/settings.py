@@ -6,41 +6,48 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
+
+from pydantic import Field
 
 CompactionStrategy = Literal["seed", "cache-aware"]
 STRATEGIES: tuple[CompactionStrategy, ...] = get_args(CompactionStrategy)
+
+# Upper bounds, checked when `[compaction]` is read (lower bounds: `__post_init__`). Far past
+# any real transcript, and low enough that no size overflows an index.
+Bytes = Annotated[int, Field(le=1024 * 1024 * 1024)]
+Groups = Annotated[int, Field(le=1_000_000)]
 
 
 @dataclass(frozen=True, slots=True)
 class CompactionSettings:
     """Where each layer cuts; every size is in UTF-8 bytes of the transcript."""
 
-    persist_threshold_bytes: int = 30_000
+    persist_threshold_bytes: Bytes = 30_000
     """Layer 1: a tool result larger than this goes to a file; the model sees a preview."""
 
-    batch_budget_bytes: int = 200_000
+    batch_budget_bytes: Bytes = 200_000
     """Layer 1: the most one batch of results may add inline; the largest go to files first."""
 
-    preview_head_bytes: int = 2_000
+    preview_head_bytes: Bytes = 2_000
     """Layer 1: bytes of a persisted result shown from its start."""
 
-    preview_tail_bytes: int = 2_000
+    preview_tail_bytes: Bytes = 2_000
     """Layer 1: bytes of a persisted result shown from its end."""
 
-    snip_max_groups: int = 50
+    snip_max_groups: Groups = 50
     """Layer 2: beyond this many message groups, snip omits the middle ones."""
 
-    snip_keep_head_groups: int = 3
+    snip_keep_head_groups: Groups = 3
     """Layer 2: the groups kept at the start, before the snip marker."""
 
-    keep_recent_tool_groups: int = 3
+    keep_recent_tool_groups: Groups = 3
     """Layer 3: the most recent tool groups whose results micro keeps verbatim."""
 
-    proactive_threshold_bytes: int = 50_000
+    proactive_threshold_bytes: Bytes = 50_000
     """Layer 4: a request still larger than this after snip and micro is summarised."""
 
-    reactive_tail_groups: int = 5
+    reactive_tail_groups: Groups = 5
     """Layer 4, after an overflow reply: the recent groups kept whole after the summary."""
 
     strategy: CompactionStrategy = "seed"
@@ -52,27 +59,27 @@ class CompactionSettings:
     above as they are. The agent fills it from `Settings.context_window_tokens` (a value
     written under `[compaction]` in config.toml is read as that one)."""
 
-    cache_keep_recent_tool_groups: int = 5
+    cache_keep_recent_tool_groups: Groups = 5
     """Cache-aware: the most recent tool groups micro never clears."""
 
-    cache_high_mark_bytes: int = 100_000
+    cache_high_mark_bytes: Bytes = 100_000
     """Cache-aware: micro clears only once the request passes this (at most half the
     window's budget)..."""
 
-    cache_low_mark_bytes: int = 30_000
+    cache_low_mark_bytes: Bytes = 30_000
     """...and then clears oldest-first, in one step, down to this (at most a fifth of the
     window's budget)."""
 
-    cache_clear_at_least_bytes: int = 40_000
+    cache_clear_at_least_bytes: Bytes = 40_000
     """Cache-aware: the least one micro step clears, so a step is worth the cache it breaks."""
 
-    cache_snip_max_groups: int = 120
+    cache_snip_max_groups: Groups = 120
     """Cache-aware: beyond this many groups snip cuts, in one step..."""
 
-    cache_snip_keep_groups: int = 50
+    cache_snip_keep_groups: Groups = 50
     """...down to this many (the first `snip_keep_head_groups` among them)."""
 
-    cache_summary_threshold_bytes: int = 160_000
+    cache_summary_threshold_bytes: Bytes = 160_000
     """Cache-aware, no window known: a request still larger after snip and micro is
     summarised. With a window, three quarters of its budget."""
 
