@@ -1,14 +1,12 @@
-# Lesson 1 of 8: the agent loop and one tool, bash.
-# Every lesson repeats the one before it on purpose, so that `make lesson-diff A=1 B=2`
-# (diff -u chapters/ch01.py chapters/ch02.py) shows exactly what the next chapter adds.
-"""A coding agent in one file: ask the model, run the tools it asks for, repeat.
-Standard library plus the `openai` SDK only; the full version is the `agent_tutorial` package."""
+"""This lesson: the agent loop and one tool, bash.
+One file, the standard library and openai; each lesson is the previous plus one idea."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,27 +16,27 @@ import openai
 from openai.types.chat import ChatCompletion
 
 Message = dict[str, Any]  # one chat message in the wire shape the endpoint receives
+CALL_FIELDS = {"id", "type", "function"}  # a tool call, as the endpoint wants it back
 
+CHAPTER = 1
 MAX_TURNS = 100  # model requests per prompt before the loop gives up (the package default)
 MAX_OUTPUT_TOKENS = 8_192  # every request carries an output cap
 BASH_TIMEOUT_S = 120
 OUTPUT_KEEP_CHARS = 20_000  # bash keeps this much from the start and from the end
+SECRET_NAME = re.compile("KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL", re.IGNORECASE)  # kept from bash
 
 SYSTEM_PROMPT = """\
 You are a coding agent working in the user's project at {workspace}.
 Use the tools to inspect the project before you answer; never guess file contents.
 Keep answers short and concrete. When you are done, answer without calling a tool."""
 
+COMMAND = {"command": {"type": "string"}}
 BASH_SPEC = {
     "type": "function",
     "function": {
         "name": "bash",
         "description": "Run a bash command in the project directory; returns its output.",
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string"}},
-            "required": ["command"],
-        },
+        "parameters": {"type": "object", "properties": COMMAND, "required": ["command"]},
     },
 }
 
@@ -47,8 +45,13 @@ class AgentError(Exception):
     """The run cannot finish (too many turns, a cut-off reply); main prints one line."""
 
 
-def run_bash(command: str) -> str:
-    """Run `command` with no stdin; a non-zero exit is information for the model, not an error."""
+def run_bash(arguments: str) -> str:
+    """Run the call's command with no stdin and no variable that looks secret (`env` must not
+    show the model your API key); a bad call or a non-zero exit is news for the model."""
+    try:
+        command = str(json.loads(arguments)["command"])
+    except (json.JSONDecodeError, TypeError, KeyError):
+        return 'Error [invalid_arguments]: bash needs a JSON object like {"command": "ls"}'
     try:
         done = subprocess.run(
             ["bash", "-c", command],
@@ -57,6 +60,7 @@ def run_bash(command: str) -> str:
             text=True,
             errors="replace",
             timeout=BASH_TIMEOUT_S,
+            env={name: value for name, value in os.environ.items() if not SECRET_NAME.search(name)},
         )
     except subprocess.TimeoutExpired:
         return f"Error [timeout]: the command ran longer than {BASH_TIMEOUT_S} s"
@@ -67,15 +71,12 @@ def run_bash(command: str) -> str:
     return f"{output}\n[exit code {done.returncode}]"
 
 
-def call_tool(name: str, arguments: str) -> str:
-    """The tool's result text; a bad call becomes an error the model can read, never a crash."""
-    if name != "bash":
-        return f"Error [unknown_tool]: there is no tool named {name!r}; available: bash"
-    try:
-        command = json.loads(arguments)["command"]
-    except (json.JSONDecodeError, TypeError, KeyError):
-        return 'Error [invalid_arguments]: bash needs a JSON object like {"command": "ls"}'
-    return run_bash(str(command))
+def trace(request: Any) -> None:
+    """--trace: one stderr line per HTTP request as sent: its bytes, roles and tool names."""
+    body = json.loads(request.content or b"{}")
+    roles = " ".join(message["role"] for message in body.get("messages", []))
+    tools = " ".join(spec["function"]["name"] for spec in body.get("tools", []))
+    print(f"⇢ {len(request.content):,} B: {roles}; tools: {tools or 'none'}", file=sys.stderr)
 
 
 def ask_model(client: openai.OpenAI, model: str, messages: list[Message]) -> Message:
@@ -87,19 +88,9 @@ def ask_model(client: openai.OpenAI, model: str, messages: list[Message]) -> Mes
     choice = response.choices[0]
     if choice.finish_reason == "length":
         raise AgentError(f"the reply was cut off at the {MAX_OUTPUT_TOKENS}-token output cap")
-    # An assistant message that only calls tools goes back with "" as its text, not null.
-    message: Message = {"role": "assistant", "content": choice.message.content or ""}
-    if calls := choice.message.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.function.name, "arguments": call.function.arguments},
-            }
-            for call in calls
-            if call.type == "function"
-        ]
-    return message
+    calls = [call.model_dump(include=CALL_FIELDS) for call in choice.message.tool_calls or []]
+    message: Message = {"role": "assistant", "content": choice.message.content or ""}  # not null
+    return {**message, "tool_calls": calls} if calls else message  # never an empty list
 
 
 def run_agent(client: openai.OpenAI, model: str, prompt: str) -> str:
@@ -113,31 +104,40 @@ def run_agent(client: openai.OpenAI, model: str, prompt: str) -> str:
             return str(reply["content"])
         for call in reply["tool_calls"]:
             name, arguments = call["function"]["name"], call["function"]["arguments"]
-            result = call_tool(name, arguments)
+            unknown = f"Error [unknown_tool]: there is no tool named {name!r}; available: bash"
+            result = run_bash(arguments) if name == "bash" else unknown
             print(f"• {name} {arguments[:80]}  ({len(result)} chars)", file=sys.stderr)
             history.append({"role": "tool", "tool_call_id": call["id"], "content": result})
     raise AgentError(f"the model did not finish within {MAX_TURNS} turns")
 
 
+def endpoint(env_file: Path = Path(".agent_tutorial/.env")) -> tuple[str | None, ...]:
+    """Model, base URL and key from the environment, else from `.agent_tutorial/.env`; but not
+    the file's base URL for the environment's key: a repository must not redirect your key."""
+    lines = env_file.read_text().splitlines() if env_file.is_file() else []
+    pairs = [line.removeprefix("export ").split("=", 1) for line in lines if "=" in line]
+    settings = {name.strip(): value.strip().strip("\"'") for name, value in pairs}
+    if os.environ.get("OPENAI_API_KEY"):
+        settings.pop("OPENAI_BASE_URL", None)
+    settings |= {name: value for name, value in os.environ.items() if value}
+    model = settings.get("AGENT_TUTORIAL_MODEL") or settings.get("OPENAI_MODEL")
+    return model, settings.get("OPENAI_BASE_URL"), settings.get("OPENAI_API_KEY")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Chapter 1 lesson: the loop and bash.")
+    parser = argparse.ArgumentParser(description=f"Lesson {CHAPTER}: {__doc__}")
     parser.add_argument("-p", "--prompt", required=True, help="what to ask the agent")
+    parser.add_argument("--trace", action="store_true", help="one line per request on stderr")
     options = parser.parse_args(argv)
-    model = os.environ.get("AGENT_TUTORIAL_MODEL") or os.environ.get("OPENAI_MODEL")
-    base_url, api_key = os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY")
-    if not model:
-        print("error: no model: set OPENAI_MODEL (or AGENT_TUTORIAL_MODEL)", file=sys.stderr)
+    model, base_url, api_key = endpoint()
+    if not model or not (base_url or api_key):
+        print("error: no model or endpoint: set OPENAI_MODEL and OPENAI_API_KEY", file=sys.stderr)
         return 2
-    if not base_url and not api_key:
-        print("error: no endpoint: set OPENAI_BASE_URL and OPENAI_API_KEY", file=sys.stderr)
-        return 2
-    client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed")
+    http = openai.DefaultHttpxClient(event_hooks={"request": [trace] if options.trace else []})
+    client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", http_client=http)
     try:
         print(run_agent(client, model, options.prompt))
-    except openai.APIError as error:  # the endpoint's error, one line, no traceback
-        print(f"error: the model request failed: {error}", file=sys.stderr)
-        return 1
-    except AgentError as error:
+    except (openai.APIError, AgentError) as error:  # the endpoint's or the loop's: one line
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, no traceback

@@ -1,19 +1,17 @@
-# Lesson 7 of 8: skills; a catalog in the system prompt, the body loaded on demand.
-# Every lesson repeats the one before it on purpose, so that `make lesson-diff A=6 B=7`
-# (diff -u chapters/ch06.py chapters/ch07.py) shows exactly what this chapter adds.
-"""A coding agent in one file: ask the model, run the tools it asks for, repeat.
-Standard library plus the `openai` SDK only; the full version is the `agent_tutorial` package."""
+"""This lesson: skills; a catalog in the system prompt, the body loaded on demand.
+One file, the standard library and openai; each lesson is the previous plus one idea."""
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 import tomllib
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,11 +22,14 @@ from openai.types.chat import ChatCompletion
 Message = dict[str, Any]  # one chat message in the wire shape the endpoint receives
 Handler = Callable[[dict[str, Any]], str]  # a tool: checked arguments in, result text out
 Tools = dict[str, tuple[dict[str, Any], Handler]]  # name -> (spec for the model, handler)
+CALL_FIELDS = {"id", "type", "function"}  # a tool call, as the endpoint wants it back
 
+CHAPTER = 7
 MAX_TURNS = 100  # model requests per prompt before the loop gives up (the package default)
 MAX_OUTPUT_TOKENS = 8_192  # every request carries an output cap
 BASH_TIMEOUT_S = 120
 OUTPUT_KEEP_CHARS = 20_000  # bash keeps this much from the start and from the end
+SECRET_NAME = re.compile("KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL", re.IGNORECASE)  # kept from bash
 WORKSPACE = Path.cwd().resolve()  # the file tools never reach outside this directory
 STATE_DIR = WORKSPACE / ".agent_tutorial"  # the agent's settings and keys: tools stay out
 SKIP_DIRS = {".git", ".venv", "node_modules", ".agent_tutorial", "__pycache__"}
@@ -36,6 +37,7 @@ READ_LIMIT_LINES = 2_000
 MAX_GLOB_RESULTS = 500
 MAX_GREP_MATCHES = 200
 JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool, "array": list}
+TEXT_CALL = re.compile(r"\s*(?:```(?:json)?\s*(\{.*\})\s*```|(\{.*\}))\s*", re.DOTALL)
 CONFIG_FILE = STATE_DIR / "config.toml"
 CONFIG: dict[str, Any] = {}  # the config file's tables; main reads it once
 EFFECTS = {"bash": "execute", "write_file": "write", "edit_file": "write"}  # the rest only read
@@ -46,13 +48,13 @@ MODE_DEFAULTS = {  # --permission-mode: what each mode does with each effect
 }
 STRICTNESS = ("allow", "ask", "deny")  # of the rules that match, the strictest wins
 CHAINING = re.compile(r"[;&|<>`\n]|\$\(")  # an allow rule never covers a chained command
-HOOK_TIMEOUT_S = 60
+HOOK_TIMEOUT_S = 30  # a hook's default time limit, as in the package
 TODO_STATUSES = ("pending", "in_progress", "completed")
 MAX_TODO_ITEMS = 50
 MAX_TODO_CONTENT_CHARS = 500
 REMINDER_AFTER_TOOL_ROUNDS = 3
 PLAN: list[dict[str, str]] = []  # the current plan; each todo_write replaces all of it
-SKILL_DIRS = (WORKSPACE / "skills", STATE_DIR / "skills")
+SKILL_DIRS = (STATE_DIR / "skills", WORKSPACE / "skills")  # your private ones first
 SKILLS: dict[str, tuple[str, Path, str]] = {}  # name -> (description, SKILL.md, body)
 
 SYSTEM_PROMPT = """\
@@ -99,7 +101,8 @@ class ToolError(Exception):
     ["command"],
 )
 def run_bash(arguments: dict[str, Any]) -> str:
-    """Run the command with no stdin; a non-zero exit is information for the model."""
+    """Run the command with no stdin and no variable that looks secret (`env` must not show
+    the model your API key); a non-zero exit is information for the model."""
     try:
         done = subprocess.run(
             ["bash", "-c", arguments["command"]],
@@ -108,6 +111,7 @@ def run_bash(arguments: dict[str, Any]) -> str:
             text=True,
             errors="replace",
             timeout=BASH_TIMEOUT_S,
+            env={name: value for name, value in os.environ.items() if not SECRET_NAME.search(name)},
         )
     except subprocess.TimeoutExpired:
         return f"Error [timeout]: the command ran longer than {BASH_TIMEOUT_S} s"
@@ -128,23 +132,28 @@ def inside(path: str) -> Path:
     if not resolved.is_relative_to(WORKSPACE):
         raise ToolError("path_outside_workspace", f"{path} is outside the workspace {WORKSPACE}")
     state = STATE_DIR.resolve()  # compared by real path, so no symlink leads in
-    if resolved.is_relative_to(state) and not any(
-        resolved.is_relative_to(state / part) for part in ("artifacts", "skills")
-    ):
-        raise ToolError("protected_path", f"{path}: tools see only artifacts/ and skills/ here")
+    if resolved.is_relative_to(state) and not resolved.is_relative_to(state / "skills"):
+        raise ToolError("protected_path", f"{path}: of the agent's own folder, tools see skills/")
     return resolved
 
 
 def replace_file(target: Path, content: str) -> None:
-    """Write a temporary file next to `target`, then rename it over: never a half-written file."""
+    """Write a temporary file next to `target`, flush it to disk, then rename it over: never a
+    half-written file. A file replaced keeps its mode; a new one gets the umask's default."""
+    if ".git" in (part.lower() for part in target.relative_to(WORKSPACE).parts):  # real path
+        raise ToolError("protected_path", f"{target.relative_to(WORKSPACE)}: no tool writes .git/")
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False) as temp:
-        try:
-            temp.write(content)
-        except OSError:
-            Path(temp.name).unlink()
-            raise
-    Path(temp.name).replace(target)
+    temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with temp.open("x", encoding="utf-8") as file:  # "x": a new file, so the umask applies
+            file.write(content)
+            file.flush()
+            os.fsync(file.fileno())
+        if target.exists():
+            temp.chmod(target.stat().st_mode & 0o7777)
+        temp.replace(target)
+    finally:
+        temp.unlink(missing_ok=True)  # left only by a failure: the rename took it
 
 
 @tool(
@@ -162,11 +171,14 @@ def read_file(arguments: dict[str, Any]) -> str:
     if b"\0" in data[:8192]:
         raise ToolError("binary_file", f"{arguments['path']} looks binary")
     lines = data.decode(errors="replace").splitlines()
+    if lines and offset > len(lines):
+        past = f"offset {offset} is past the end of {arguments['path']} ({len(lines)} lines)"
+        raise ToolError("offset_past_end", past)
     shown = lines[offset - 1 : offset - 1 + max(1, limit)]
     text = "\n".join(f"{number:6}\t{line}" for number, line in enumerate(shown, start=offset))
     if offset - 1 + len(shown) < len(lines):
         text += f"\n[{len(lines)} lines in all; read on with offset={offset + len(shown)}]"
-    return text or "(empty file)"
+    return text or f"({arguments['path']} is empty)"
 
 
 @tool(
@@ -193,7 +205,7 @@ def write_file(arguments: dict[str, Any]) -> str:
 )
 def edit_file(arguments: dict[str, Any]) -> str:
     target, old, new = inside(arguments["path"]), arguments["old_text"], arguments["new_text"]
-    text = target.read_text()
+    text = target.read_text(encoding="utf-8")
     count = text.count(old) if old else 0
     if count == 0:
         raise ToolError("no_match", f"old_text does not occur in {arguments['path']}")
@@ -239,7 +251,8 @@ def glob_files(arguments: dict[str, Any]) -> str:
 
 @tool(
     "grep",
-    "Search file contents with a Python regex; prints path:line:text.",
+    "Search file contents with a Python regex; prints path:line:text. `glob` picks the files: "
+    '"*.py" matches names at any depth, "src/*.py" paths below `path`.',
     {"pattern": {"type": "string"}, "path": {"type": "string"}, "glob": {"type": "string"}},
     ["pattern"],
 )
@@ -249,8 +262,12 @@ def grep(arguments: dict[str, Any]) -> str:
     except re.error as error:
         raise ToolError("invalid_regex", f"pattern: {error}") from error
     matches: list[str] = []
-    for path in visible_files(inside(arguments.get("path", ".")), arguments.get("glob", "**/*")):
+    base, wanted = inside(arguments.get("path", ".")), arguments.get("glob", "*")
+    for path in visible_files(base, "**/*"):
+        name = path.relative_to(base).as_posix() if "/" in wanted else path.name
         if len(matches) >= MAX_GREP_MATCHES or not path.is_file():
+            continue
+        if not fnmatch.fnmatch(name, wanted):
             continue
         data = path.read_bytes()
         if b"\0" in data[:8192]:
@@ -442,6 +459,31 @@ def call_tool(name: str, arguments: str, tools: Tools) -> str:
         return f"Error [io_error]: {error}"
 
 
+def call_written_as_text(text: str, tools: Tools) -> dict[str, Any] | None:
+    """Small local models often write a call as text, `{"name": "glob", "arguments": {...}}`,
+    alone or in a ```json fence: that is the call it means, if it names one of the tools."""
+    match = TEXT_CALL.fullmatch(text)
+    try:
+        call = json.loads(match[1] or match[2]) if match else None
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(call, dict) or not isinstance(call.get("arguments"), dict):
+        return None
+    if str(call.get("name")) not in tools:  # text that names no tool offered stays an answer
+        return None
+    print(f"⚙ read a tool call written as text: {call['name']}", file=sys.stderr)
+    function = {"name": call["name"], "arguments": json.dumps(call["arguments"])}
+    return {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function", "function": function}
+
+
+def trace(request: Any) -> None:
+    """--trace: one stderr line per HTTP request as sent: its bytes, roles and tool names."""
+    body = json.loads(request.content or b"{}")
+    roles = " ".join(message["role"] for message in body.get("messages", []))
+    tools = " ".join(spec["function"]["name"] for spec in body.get("tools", []))
+    print(f"⇢ {len(request.content):,} B: {roles}; tools: {tools or 'none'}", file=sys.stderr)
+
+
 def ask_model(client: openai.OpenAI, model: str, messages: list[Message], tools: Tools) -> Message:
     """One request; returns the assistant message as it goes into the history."""
     request: dict[str, Any] = {"model": model, "messages": messages}
@@ -452,19 +494,11 @@ def ask_model(client: openai.OpenAI, model: str, messages: list[Message], tools:
     choice = response.choices[0]
     if choice.finish_reason == "length":
         raise AgentError(f"the reply was cut off at the {MAX_OUTPUT_TOKENS}-token output cap")
-    # An assistant message that only calls tools goes back with "" as its text, not null.
-    message: Message = {"role": "assistant", "content": choice.message.content or ""}
-    if calls := choice.message.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.function.name, "arguments": call.function.arguments},
-            }
-            for call in calls
-            if call.type == "function"
-        ]
-    return message
+    calls = [call.model_dump(include=CALL_FIELDS) for call in choice.message.tool_calls or []]
+    message: Message = {"role": "assistant", "content": choice.message.content or ""}  # not null
+    if not calls and (call := call_written_as_text(message["content"], tools)):
+        calls, message["content"] = [call], ""  # the history records the call, not its text
+    return {**message, "tool_calls": calls} if calls else message  # never an empty list
 
 
 def system_reminder(text: str) -> Message:
@@ -519,7 +553,8 @@ def parse_skill(manifest: Path) -> tuple[str, str, str] | None:
 
 
 def discover_skills() -> None:
-    """Every `skills/<name>/SKILL.md` (then `.agent_tutorial/skills/`); the first name wins."""
+    """Every `.agent_tutorial/skills/<name>/SKILL.md`, then `skills/<name>/SKILL.md`: a private
+    skill shadows a committed one of the same name."""
     for folder in SKILL_DIRS:
         for manifest in sorted(folder.glob("*/SKILL.md")) if folder.is_dir() else []:
             if not manifest.resolve().is_relative_to(WORKSPACE):
@@ -582,6 +617,19 @@ def run_agent(client: openai.OpenAI, model: str, prompt: str, tools: Tools = TOO
     raise AgentError(f"the model did not finish within {MAX_TURNS} turns")
 
 
+def endpoint(env_file: Path = Path(".agent_tutorial/.env")) -> tuple[str | None, ...]:
+    """Model, base URL and key from the environment, else from `.agent_tutorial/.env`; but not
+    the file's base URL for the environment's key: a repository must not redirect your key."""
+    lines = env_file.read_text().splitlines() if env_file.is_file() else []
+    pairs = [line.removeprefix("export ").split("=", 1) for line in lines if "=" in line]
+    settings = {name.strip(): value.strip().strip("\"'") for name, value in pairs}
+    if os.environ.get("OPENAI_API_KEY"):
+        settings.pop("OPENAI_BASE_URL", None)
+    settings |= {name: value for name, value in os.environ.items() if value}
+    model = settings.get("AGENT_TUTORIAL_MODEL") or settings.get("OPENAI_MODEL")
+    return model, settings.get("OPENAI_BASE_URL"), settings.get("OPENAI_API_KEY")
+
+
 def load_config(mode: str | None) -> None:
     """Read `.agent_tutorial/config.toml` (rules, hooks); `--permission-mode` beats its mode."""
     if CONFIG_FILE.is_file():
@@ -632,29 +680,24 @@ def add_task_tool(client: openai.OpenAI, model: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Chapter 7 lesson: skills.")
+    parser = argparse.ArgumentParser(description=f"Lesson {CHAPTER}: {__doc__}")
     parser.add_argument("-p", "--prompt", required=True, help="what to ask the agent")
+    parser.add_argument("--trace", action="store_true", help="one line per request on stderr")
     parser.add_argument("--permission-mode", choices=list(MODE_DEFAULTS))
     parser.add_argument("-y", "--yes", action="store_const", const="auto", dest="permission_mode")
     options = parser.parse_args(argv)
-    model = os.environ.get("AGENT_TUTORIAL_MODEL") or os.environ.get("OPENAI_MODEL")
-    base_url, api_key = os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY")
-    if not model:
-        print("error: no model: set OPENAI_MODEL (or AGENT_TUTORIAL_MODEL)", file=sys.stderr)
+    model, base_url, api_key = endpoint()
+    if not model or not (base_url or api_key):
+        print("error: no model or endpoint: set OPENAI_MODEL and OPENAI_API_KEY", file=sys.stderr)
         return 2
-    if not base_url and not api_key:
-        print("error: no endpoint: set OPENAI_BASE_URL and OPENAI_API_KEY", file=sys.stderr)
-        return 2
-    client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed")
+    http = openai.DefaultHttpxClient(event_hooks={"request": [trace] if options.trace else []})
+    client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", http_client=http)
     try:
         load_config(options.permission_mode)
         add_task_tool(client, model)
         discover_skills()
         print(run_agent(client, model, options.prompt))
-    except openai.APIError as error:  # the endpoint's error, one line, no traceback
-        print(f"error: the model request failed: {error}", file=sys.stderr)
-        return 1
-    except AgentError as error:
+    except (openai.APIError, AgentError) as error:  # the endpoint's or the loop's: one line
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, no traceback

@@ -5,7 +5,6 @@ same request-body contracts the package's end-to-end tests assert (`tests/contra
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import signal
@@ -13,7 +12,6 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pexpect
@@ -67,6 +65,7 @@ from tests.contracts import (
     wire_summary,
     write_text_file,
 )
+from tests.lesson_support import CHAPTERS, LESSONS, lesson_path, load_lesson
 from tests.loopback import (
     LoopbackServer,
     Reply,
@@ -78,13 +77,11 @@ from tests.loopback import (
     tool_stream,
 )
 
-LESSONS = Path(__file__).resolve().parents[1] / "chapters"
-CHAPTERS = range(1, 9)
 RunLesson = Callable[..., CliRun]
 
 
 def lesson_command(chapter: int, *args: str) -> list[str]:
-    return [sys.executable, str(LESSONS / f"ch{chapter:02d}.py"), *args]
+    return [sys.executable, str(lesson_path(chapter)), *args]
 
 
 def lesson_environment(
@@ -131,22 +128,12 @@ def auto(chapter: int) -> tuple[str, ...]:
     return ("-y",) if chapter >= 3 else ()
 
 
-def load_lesson(chapter: int) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"lesson{chapter}", LESSONS / f"ch{chapter:02d}.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # --- every lesson ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_lesson_imports_only_the_standard_library_and_openai(chapter: int) -> None:
-    tree = ast.parse((LESSONS / f"ch{chapter:02d}.py").read_text())
+    tree = ast.parse(lesson_path(chapter).read_text())
     imported = {
         name.split(".")[0]
         for node in ast.walk(tree)
@@ -184,21 +171,6 @@ def test_lesson_answers_on_stdout_and_logs_each_tool_call_on_stderr_within_the_w
     assert all(body["max_tokens"] == 8_192 for body in loopback.requests)
 
 
-@pytest.mark.parametrize("chapter", [1, 8])  # main() is the same text in every lesson
-def test_lesson_without_a_model_says_so_in_one_line(run_lesson: RunLesson, chapter: int) -> None:
-    result = run_lesson(chapter, env={"AGENT_TUTORIAL_MODEL": ""})
-
-    assert result.exit_code == 2
-    assert result.stderr.strip() == "error: no model: set OPENAI_MODEL (or AGENT_TUTORIAL_MODEL)"
-
-
-def test_lesson_without_an_endpoint_says_so_in_one_line(run_lesson: RunLesson) -> None:
-    result = run_lesson(1, env={"OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""})
-
-    assert result.exit_code == 2
-    assert result.stderr.strip() == "error: no endpoint: set OPENAI_BASE_URL and OPENAI_API_KEY"
-
-
 @pytest.mark.parametrize("chapter", [1, 8])
 def test_lesson_turns_a_provider_error_into_one_line_without_a_traceback(
     run_lesson: RunLesson, loopback: LoopbackServer, chapter: int
@@ -209,8 +181,7 @@ def test_lesson_turns_a_provider_error_into_one_line_without_a_traceback(
 
     assert result.exit_code == 1
     (line,) = result.stderr.splitlines()
-    assert line.startswith("error: the model request failed: ")
-    assert "does not exist" in line
+    assert line == "error: Error code: 404 - The model `x` does not exist"
     assert result.stdout == ""
 
 
@@ -230,10 +201,13 @@ def test_ctrl_c_while_bash_runs_ends_the_lesson_with_130_and_one_line_leaving_no
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
     ) as lesson:
         try:
             assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
-            lesson.send_signal(signal.SIGINT)
+            # Ctrl-C on a terminal signals the whole foreground group, lesson and bash alike
+            # (signalling the lesson alone raced with subprocess start-up under load).
+            os.killpg(lesson.pid, signal.SIGINT)
             stdout, stderr = lesson.communicate(timeout=WAIT_S)
         finally:
             if lesson.poll() is None:
@@ -243,7 +217,7 @@ def test_ctrl_c_while_bash_runs_ends_the_lesson_with_130_and_one_line_leaving_no
     assert stderr.splitlines()[-1:] == ["error: interrupted"]
     assert "Traceback" not in stderr
     assert stdout == ""
-    assert processes_with_marker(marker) == []
+    assert wait_until(lambda: processes_with_marker(marker) == []), "bash was left running"
 
 
 # --- chapter 1: the loop and bash ----------------------------------------------------------
@@ -267,7 +241,90 @@ def test_ch1_bash_output_and_exit_code_reach_the_model(
     assert tool_names(loopback.requests[0]) == ["bash"]
 
 
+def test_ch1_env_in_bash_never_shows_the_lessons_api_key(
+    run_lesson: RunLesson, loopback: LoopbackServer
+) -> None:
+    loopback.queue(tool_stream([("b1", "bash", {"command": "env"})]), text_stream("Seen."))
+
+    result = run_lesson(1)
+
+    assert result.exit_code == 0, result.stderr
+    assert "AGENT_TUTORIAL_MODEL=loopback-model" in tool_reply_for(loopback, 1, "b1")
+    assert TEST_API_KEY not in json.dumps(loopback.requests)
+
+
+@pytest.mark.parametrize("chapter", [1, 8])
+def test_trace_prints_one_line_per_request_with_its_bytes_roles_and_tools(
+    run_lesson: RunLesson, loopback: LoopbackServer, chapter: int
+) -> None:
+    loopback.queue(tool_stream([("b1", "bash", {"command": "true"})]), text_stream("Done."))
+
+    result = run_lesson(chapter, "--trace", *auto(chapter))
+
+    assert result.exit_code == 0, result.stderr
+    traced = [line for line in result.stderr.splitlines() if line.startswith("⇢ ")]
+    tools = " ".join(tool_names(loopback.requests[0]))
+    assert [line.split(" B: ")[1] for line in traced] == [
+        f"system user; tools: {tools}",
+        f"system user assistant tool; tools: {tools}",
+    ]
+    sizes = [int(line.split()[1].replace(",", "")) for line in traced]
+    assert sizes[0] < sizes[1] and sizes[0] > len(json.dumps(loopback.requests[0]["messages"]))
+
+
+def test_a_lesson_reads_its_endpoint_from_the_env_file_when_the_environment_has_none(
+    run_lesson: RunLesson, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / ".agent_tutorial").mkdir()
+    (workspace / ".agent_tutorial" / ".env").write_text(
+        f"OPENAI_BASE_URL={loopback.base_url}\nOPENAI_API_KEY={TEST_API_KEY}\nOPENAI_MODEL=from-file\n"
+    )
+    loopback.queue(text_stream("Found it."))
+    unset = {"OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "AGENT_TUTORIAL_MODEL": ""}
+
+    result = run_lesson(2, env=unset)
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "Found it.\n"
+    assert loopback.requests[0]["model"] == "from-file"
+    assert loopback.headers[0]["authorization"] == f"Bearer {TEST_API_KEY}"
+
+
 # --- chapter 2: the registry and the workspace boundary ------------------------------------
+
+
+@pytest.mark.parametrize("chapter", [2, 8])
+def test_a_tool_call_written_as_text_runs_and_the_history_records_a_real_call(
+    run_lesson: RunLesson, loopback: LoopbackServer, workspace: Path, chapter: int
+) -> None:
+    (workspace / "pkg").mkdir()
+    (workspace / "pkg" / "deep.py").write_text("x = 1\n")
+    call_text = '```json\n{"name": "glob", "arguments": {"pattern": "**/*.py"}}\n```'
+    loopback.queue(text_stream(call_text), text_stream("One file."))
+
+    result = run_lesson(chapter)
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "One file.\n"
+    assistant, tool = loopback.requests[1]["messages"][2:4]
+    assert assistant["content"] == "" and "glob" not in assistant["content"]
+    (call,) = assistant["tool_calls"]
+    assert call["function"] == {"name": "glob", "arguments": '{"pattern": "**/*.py"}'}
+    assert tool == {"role": "tool", "tool_call_id": call["id"], "content": "pkg/deep.py"}
+    assert "⚙ read a tool call written as text: glob" in result.stderr
+
+
+def test_ch1_does_not_read_calls_written_as_text_yet(
+    run_lesson: RunLesson, loopback: LoopbackServer
+) -> None:
+    call_text = '{"name": "bash", "arguments": {"command": "touch made.txt"}}'
+    loopback.queue(text_stream(call_text))
+
+    result = run_lesson(1)
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == f"{call_text}\n"
+    assert len(loopback.requests) == 1
 
 
 def test_ch2_paths_that_escape_the_workspace_are_refused(
@@ -298,7 +355,7 @@ def test_ch2_paths_that_escape_the_workspace_are_refused(
     assert not (workspace.parent / "made.txt").exists()
 
 
-def test_ch2_the_agents_own_folder_is_closed_to_the_tools_but_its_artifacts(
+def test_ch2_the_agents_own_folder_is_closed_to_the_tools_whatever_the_name(
     run_lesson: RunLesson, loopback: LoopbackServer, workspace: Path
 ) -> None:
     (workspace / ".agent_tutorial" / "artifacts").mkdir(parents=True)
@@ -321,11 +378,11 @@ def test_ch2_the_agents_own_folder_is_closed_to_the_tools_but_its_artifacts(
     result = run_lesson(2)
 
     assert result.exit_code == 0, result.stderr
-    for call_id in ("e1", "e2", "e3"):
+    for call_id in ("e1", "e2", "e3", "a1"):  # artifacts/ opens in chapter 8
         assert tool_reply_for(loopback, 1, call_id).startswith("Error [protected_path]")
-    assert "ARTIFACT-TEXT" in tool_reply_for(loopback, 1, "a1")
     assert tool_reply_for(loopback, 1, "e4") == "No matches."
     assert "sk-in-the-env-file" not in json.dumps(loopback.requests)
+    assert "ARTIFACT-TEXT" not in json.dumps(loopback.requests)
 
 
 def test_ch2_a_bad_call_becomes_an_error_the_model_reads(
@@ -694,6 +751,27 @@ def test_ch8_a_result_over_30000_bytes_is_persisted_and_one_of_30000_is_not(
     full = artifact.read_text()
     assert full == "x" * (30_001 - len("\n[exit code 0]")) + "\n[exit code 0]"
     assert contents["over"] == persisted_block((ARTIFACTS / artifact.name).as_posix(), full)
+
+
+def test_ch8_with_the_artifact_folder_unusable_every_call_of_the_batch_gets_a_paired_error(
+    run_lesson: RunLesson, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / ".agent_tutorial").mkdir()
+    (workspace / ".agent_tutorial" / "artifacts").write_text("not a folder")
+    loopback.queue(
+        tool_stream([bash_printing("big", 40_007), bash_printing("small", 100)]),
+        text_stream("Nothing saved."),
+    )
+
+    result = run_lesson(8, "-y")
+
+    assert result.exit_code == 0, result.stderr
+    contents = tool_contents(loopback.requests[1])
+    assert list(contents) == ["big", "small"]
+    assert all(
+        text.startswith("Error [tool_result_processing_error]: ") for text in contents.values()
+    )
+    assert "x" * 100 not in json.dumps(loopback.requests)
 
 
 def test_ch8_a_batch_over_200000_bytes_persists_its_largest_results_first(
