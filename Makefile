@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint demo bench clean lesson-diff
+.PHONY: install test lint demo bench clean lesson lesson-diff
 
 install: $(STAMP)
 
@@ -34,6 +34,16 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_file_tools.py
 	$(BIN)/python benchmarks/bench_sandbox.py
 	$(BIN)/agent-tutorial bench --turns 300 --seed 591 --context-window 128000
+
+# A lesson run offline: `make lesson N=3 [PROMPT="…"] [ARGS="--trace"]` runs chapters/ch03.py in
+# a fresh temporary folder against a scripted local server (a script, not a model: no key, no
+# network). PROMPT and ARGS reach the shell unexpanded, so quotes and $ in them survive.
+N ?= 1
+export LESSON_PROMPT := $(value PROMPT)
+export LESSON_ARGS := $(value ARGS)
+lesson: $(STAMP)
+	@$(BIN)/python chapters/offline/lesson_server.py $(N) \
+		$${LESSON_PROMPT:+--prompt "$$LESSON_PROMPT"} $$LESSON_ARGS
 
 # What a chapter adds, as code: `make lesson-diff A=3 B=4` (B defaults to A + 1). diff exits 1
 # when the files differ, which is the point here; only a real failure (2) fails the target.
