@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from agent_tutorial.core.hooks import CommandHookConfig
 from tests.lesson_support import CHAPTERS, lesson_path, load_lesson
 
 FILE_TOOL_CHAPTERS = range(2, 9)
@@ -426,3 +427,27 @@ def test_an_artifact_appears_whole_under_its_final_name(workspace: Path) -> None
     assert f"path: .agent_tutorial/artifacts/{name}\n" in block
     assert (workspace / ".agent_tutorial" / "artifacts" / name).read_text() == "y" * 40_000
     assert "y" * 100 in lesson.read_file({"path": f".agent_tutorial/artifacts/{name}"})
+
+
+# --- constants shared with the package, and the one kept apart on purpose ------------------------
+
+
+def test_a_hooks_default_time_limit_is_the_packages(workspace: Path) -> None:
+    package_default = CommandHookConfig.model_fields["timeout_s"].default
+
+    assert [load_lesson(chapter).HOOK_TIMEOUT_S for chapter in range(4, 9)] == [package_default] * 5
+
+
+@pytest.mark.parametrize("chapter", [1, 8])
+def test_bash_keeps_20000_characters_from_each_end(workspace: Path, chapter: int) -> None:
+    """On purpose not the package's 15,000 bytes per end: string slicing reads simply, and
+    chapter 8 can persist an output well past its 30,000 B threshold."""
+    lesson = load_lesson(chapter)
+
+    whole = bash(lesson, chapter, "head -c 40000 /dev/zero | tr '\\0' a")
+    cut = bash(lesson, chapter, "head -c 40001 /dev/zero | tr '\\0' b")
+
+    assert whole == "a" * 40_000 + "\n[exit code 0]"
+    assert cut == "b" * 20_000 + "\n[... 1 characters left out ...]\n" + "b" * 20_000 + (
+        "\n[exit code 0]"
+    )
