@@ -37,7 +37,7 @@ from agent_tutorial.features.compaction import (
     HistorySummarizer,
     ModelHistorySummarizer,
 )
-from agent_tutorial.features.compaction.budget import HistoryBudget, WindowSize
+from agent_tutorial.features.compaction.budget import WindowAccounting, WindowSize
 from agent_tutorial.features.context_window import (
     ContextMeter,
     MeteredModel,
@@ -203,13 +203,9 @@ def _add_compaction(
         deps.settings.compaction,
         context_window_tokens=deps.settings.context_window_tokens,
         on_event=deps.events.emit,
-        budget=_history_budget(agent, tools, system_prompt),
+        window_accounting=_window_accounting(agent, deps.settings, tools, system_prompt),
     )
     return model
-
-
-REMINDER_ALLOWANCE_BYTES = 2_000
-"""Room kept in the window for request-only reminders (the plan, the continue turn)."""
 
 
 def _window(settings: Settings) -> WindowSize | None:
@@ -218,13 +214,17 @@ def _window(settings: Settings) -> WindowSize | None:
     return None if tokens is None else WindowSize.of(tokens, settings.max_output_tokens)
 
 
-def _history_budget(agent: Agent, tools: ToolRegistry, system_prompt: str) -> HistoryBudget:
-    """The window less what every request carries besides the history: the system prompt,
-    the tool schemas and room for reminders."""
+def _window_accounting(
+    agent: Agent, settings: Settings, tools: ToolRegistry, system_prompt: str
+) -> WindowAccounting:
+    """What every request carries besides the history (the system prompt, the tool schemas
+    and room for reminders), the reply's cap, and the meter's calibration, which each reply
+    refines: with these the manager turns the window into a byte budget."""
     prompt = [system_message(system_prompt)]
-    reserved = request_utf8_bytes(prompt, tools.specs()) + REMINDER_ALLOWANCE_BYTES
-    meter = agent.context_meter
-    return HistoryBudget(meter.window, reserved, meter.calibration)
+    allowance = settings.compaction.reminder_allowance_bytes
+    reserved = request_utf8_bytes(prompt, tools.specs()) + allowance
+    calibration = agent.context_meter.calibration
+    return WindowAccounting(reserved, settings.max_output_tokens, calibration)
 
 
 def _system_prompt(agent: Agent, *, subagent: bool = False) -> str:

@@ -32,6 +32,7 @@ from agent_tutorial.features.compaction import (
     transcript_jsonl,
 )
 from agent_tutorial.features.compaction import index as canonical_index
+from agent_tutorial.features.compaction.layers import CheapLayers, LayeredRequest
 from tests.test_compaction_support import (
     BIG,
     SUMMARY,
@@ -261,6 +262,37 @@ def test_identical_history_is_served_from_the_cache(
     assert second is first
     assert measured == []
     assert len(summarizer.calls) == 1
+
+
+def test_a_preview_is_remembered_until_the_history_grows(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = make_manager(workspace)
+    history = history_with(60, "output")
+    grown = [*history, user_message("and now?")]
+    expected = [history_utf8_bytes(cheap_layers(history)), history_utf8_bytes(cheap_layers(grown))]
+    builds = count_builds(monkeypatch)
+
+    first = manager.next_request_bytes(history)
+    again = manager.next_request_bytes(list(history))
+    after_growing = manager.next_request_bytes(grown)
+
+    assert [first, after_growing] == expected
+    assert again == first
+    assert len(builds) == 2  # the redraw of the same history built nothing
+
+
+def count_builds(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Record every request the cheap layers build from now on."""
+    builds: list[object] = []
+    real = CheapLayers.build
+
+    def counting(layers: CheapLayers, *args: Any, **kwargs: Any) -> LayeredRequest:
+        builds.append(args)
+        return real(layers, *args, **kwargs)
+
+    monkeypatch.setattr(CheapLayers, "build", counting)
+    return builds
 
 
 def test_append_measures_only_the_appended_messages(

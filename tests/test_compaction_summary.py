@@ -17,6 +17,7 @@ from agent_tutorial.core.messages import (
     user_message,
 )
 from agent_tutorial.core.model import ModelReply, ProviderError
+from agent_tutorial.features.bench.replay import RecordingSummarizer
 from agent_tutorial.features.compaction import (
     COMPACTED_TOOL_RESULT,
     SUMMARY_SYSTEM_PROMPT,
@@ -24,8 +25,13 @@ from agent_tutorial.features.compaction import (
     CompactionSummary,
     ExtractiveSummarizer,
     ModelHistorySummarizer,
+    history_utf8_bytes,
     is_compacted_summary,
     summary_message,
+)
+from agent_tutorial.features.compaction.summary import (
+    history_to_summarize,
+    summary_request_bytes,
 )
 from agent_tutorial.testing import ScriptedModel, text_reply
 from tests.test_compaction_support import SUMMARY
@@ -329,3 +335,51 @@ def test_model_summary_request_ends_with_an_instruction_the_extractive_one_ignor
 
     assert request.messages[-1].role == "user"
     assert summary.current_goal == "Give me a tour"
+
+
+# --- the summary request's size ----------------------------------------------------------------
+
+
+def test_summary_request_bytes_are_the_bytes_the_model_summarizer_sends() -> None:
+    model = ScriptedModel([text_reply(json.dumps(VALID))])
+
+    ModelHistorySummarizer(model).summarize(HISTORY)
+
+    assert summary_request_bytes(HISTORY) == history_utf8_bytes(model.requests[0].messages)
+
+
+def test_the_bench_bills_a_summary_at_the_size_the_manager_counts() -> None:
+    summarizer = RecordingSummarizer()
+
+    summarizer.summarize(HISTORY)
+
+    assert summarizer.request_bytes == [summary_request_bytes(HISTORY)]
+
+
+def groups_of_100_bytes(count: int) -> list[ChatMessage]:
+    return [user_message("u" * (100 - len('{"content":"","role":"user"}\n')))] * count
+
+
+def test_history_to_summarize_without_a_budget_is_the_whole_history() -> None:
+    history = groups_of_100_bytes(50)
+
+    assert history_to_summarize(history, None) == tuple(history)
+
+
+@pytest.mark.parametrize(("room", "kept"), [(1_000, 10), (999, 9), (900, 9), (899, 8), (100, 1)])
+def test_history_to_summarize_drops_the_oldest_groups_until_the_request_fits(
+    room: int, kept: int
+) -> None:
+    history = [user_message("first"), *groups_of_100_bytes(10)]
+    budget = summary_request_bytes(()) + room
+
+    chosen = history_to_summarize(history, budget)
+
+    assert chosen == tuple(history[-kept:])
+    assert summary_request_bytes(chosen) <= budget
+
+
+def test_history_to_summarize_keeps_the_latest_group_even_when_it_alone_is_too_large() -> None:
+    history = groups_of_100_bytes(3)
+
+    assert history_to_summarize(history, 10) == tuple(history[-1:])

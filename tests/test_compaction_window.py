@@ -4,22 +4,34 @@ cache-aware strategy (cuts that move in batches)."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from agent_tutorial.core.loop import ContextOverflowError
-from agent_tutorial.core.messages import ChatMessage, ToolMessage
+from agent_tutorial.core.messages import ChatMessage, ToolMessage, system_message, tool_message
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.compaction import (
     COMPACTED_TOOL_RESULT,
+    CompactionError,
     CompactionManager,
     CompactionSettings,
     CompactionStrategy,
     history_utf8_bytes,
+    micro_compact_history,
 )
-from agent_tutorial.features.compaction.budget import HistoryBudget, TokenCalibration, WindowSize
-from tests.test_compaction_support import FakeSummarizer, counting_ids, history_with
+from agent_tutorial.features.compaction.budget import WindowAccounting
+from agent_tutorial.features.compaction.index import CanonicalIndex
+from agent_tutorial.features.compaction.layers import CheapLayers, Lead, strategy_for
+from agent_tutorial.features.compaction.sizes import message_utf8_bytes
+from agent_tutorial.features.compaction.summary import summary_request_bytes
+from tests.test_compaction_support import (
+    FakeSummarizer,
+    counting_ids,
+    history_with,
+    tool_group,
+)
 
 
 def manager(
@@ -28,13 +40,15 @@ def manager(
     *,
     strategy: CompactionStrategy = "seed",
     reserved: int = 0,
+    summarizer: FakeSummarizer | None = None,
 ) -> CompactionManager:
-    budget = HistoryBudget(
-        None if window is None else WindowSize.of(window), reserved, TokenCalibration()
-    )
-    settings = CompactionSettings(strategy=strategy)
     return CompactionManager(
-        workspace, FakeSummarizer(), settings, id_generator=counting_ids(), budget=budget
+        workspace,
+        summarizer or FakeSummarizer(),
+        CompactionSettings(strategy=strategy),
+        context_window_tokens=window,
+        id_generator=counting_ids(),
+        window_accounting=WindowAccounting(reserved_bytes=reserved),
     )
 
 
@@ -83,6 +97,15 @@ def test_micro_keeps_fewer_recent_results_when_three_do_not_fit(tmp_path: Path) 
 
     assert cleared(request) == 1
     assert history_utf8_bytes(request) <= 10_500
+
+
+def test_the_preview_of_a_narrowed_request_is_its_size(tmp_path: Path) -> None:
+    history = history_with(3, "r" * 4_000)  # narrowed, as above
+
+    preview = manager(tmp_path / "a", 4_000).next_request_bytes(history)
+
+    assert preview == history_utf8_bytes(manager(tmp_path / "b", 4_000).prepare(history))
+    assert preview < history_utf8_bytes(micro_compact_history(history))
 
 
 def test_a_latest_message_larger_than_the_window_stops_the_run(tmp_path: Path) -> None:
@@ -204,3 +227,160 @@ def test_a_preview_of_the_next_request_changes_nothing_prepare_sends(tmp_path: P
         expected = plain.prepare(history)
         previewed.next_request_bytes(history)
         assert previewed.prepare(history) == expected, f"request {count} differs"
+
+
+# --- what every request reserves, and the window in one place ----------------------------------
+
+
+def test_what_every_request_reserves_lowers_the_summary_threshold(tmp_path: Path) -> None:
+    assert manager(tmp_path, 8_000, reserved=1_000).summary_threshold_bytes == 20_000
+    assert manager(tmp_path, 8_000, reserved=21_000).summary_threshold_bytes == 0
+
+
+@pytest.mark.parametrize(
+    ("reserved", "size", "persisted"),
+    [(1_000, 5_000, False), (1_000, 5_001, True), (0, 5_250, False), (0, 5_251, True)],
+)
+def test_what_every_request_reserves_lowers_layer_ones_threshold(
+    tmp_path: Path, reserved: int, size: int, persisted: bool
+) -> None:
+    compaction = manager(tmp_path, 8_000, reserved=reserved)  # a quarter of 21,000 B - reserved
+
+    (kept,) = compaction.process_tool_results([ToolResult("r" * size)])
+
+    assert kept.content.startswith("<persisted-tool-result>") == persisted
+
+
+def test_the_window_reaches_the_manager_through_the_settings(tmp_path: Path) -> None:
+    settings = CompactionSettings(context_window_tokens=8_000)
+
+    assert CompactionManager(tmp_path, FakeSummarizer(), settings).summary_threshold_bytes == 21_000
+    assert CompactionManager(tmp_path, FakeSummarizer()).summary_threshold_bytes == 50_000
+
+
+# --- cache-aware over the window ---------------------------------------------------------------
+
+
+def failing() -> FakeSummarizer:
+    """A summarizer that always fails: the narrowed request is what goes out."""
+    return FakeSummarizer([CompactionError("no summary today")])
+
+
+def small_then_large(small: int, large: int) -> list[ChatMessage]:
+    """`small` tool groups with 200 B results, then `large` with 4,500 B results."""
+    history = history_with(small, "s" * 200)
+    for number in range(small, small + large):
+        history.extend(tool_group(number, "L" * 4_500))
+    return history
+
+
+def has_snip_marker(request: tuple[ChatMessage, ...]) -> bool:
+    return any("message groups omitted" in str(message.content) for message in request)
+
+
+def test_cache_aware_narrows_with_its_own_cuts_not_the_seeds_snip(tmp_path: Path) -> None:
+    # 8,000 tokens: a 21,000 B budget. Its five protected groups alone hold 22,500 B.
+    compaction = manager(tmp_path, 8_000, strategy="cache-aware", summarizer=failing())
+    history = small_then_large(55, 5)
+
+    request = compaction.prepare(history)
+
+    assert history_utf8_bytes(request) <= 21_000
+    assert not has_snip_marker(request)  # 61 groups: below its 120, though above the seed's 50
+    results = [m for m in request if isinstance(m, ToolMessage)]
+    assert 0 < sum(m.content == "L" * 4_500 for m in results) < 5  # some, not all, cleared
+
+
+def test_after_narrowing_the_next_request_extends_this_one(tmp_path: Path) -> None:
+    compaction = manager(tmp_path, 8_000, strategy="cache-aware", summarizer=failing())
+    history = small_then_large(55, 5)
+    narrowed = compaction.prepare(history)
+    history.extend(tool_group(999, "tiny"))
+
+    after = compaction.prepare(history)
+
+    assert after[: len(narrowed)] == narrowed
+
+
+def test_cache_aware_snips_when_clearing_every_result_is_not_enough(tmp_path: Path) -> None:
+    # 4,000 tokens: a 10,500 B budget; 100 groups of calls alone hold more than that.
+    compaction = manager(tmp_path, 4_000, strategy="cache-aware", summarizer=failing())
+    history = history_with(100, "r" * 100)
+
+    request = compaction.prepare(history)
+
+    assert history_utf8_bytes(request) <= 10_500
+    assert has_snip_marker(request)
+    assert request[0] == history[0]
+    assert request[-2:] == (history[-2], tool_message(COMPACTED_TOOL_RESULT, "call-99-0"))
+
+
+CACHE_AWARE = CompactionSettings(strategy="cache-aware")
+
+
+def cache_aware_layers(
+    history: list[ChatMessage] | CanonicalIndex, settings: CompactionSettings = CACHE_AWARE
+) -> CheapLayers:
+    index = history if isinstance(history, CanonicalIndex) else CanonicalIndex.of(history)
+    return CheapLayers(index, strategy_for(settings))
+
+
+@pytest.mark.parametrize("groups", [100, 130])  # no marker yet; snip's own marker already
+def test_a_narrowing_snip_cuts_just_enough_and_counts_its_marker(groups: int) -> None:
+    """For every budget in a stretch: the request fits, marker included, and one group
+    fewer cut would not. Once its result is cleared a group weighs at most `heaviest`; the
+    marker's count may gain a digit or two."""
+    history = history_with(groups, "r" * 100)
+    cleared = micro_compact_history(history, keep_recent_tool_groups=0)
+    heaviest = max(history_utf8_bytes(cleared[i : i + 2]) for i in range(1, len(cleared), 2))
+    index = CanonicalIndex.of(history)
+    for budget in range(5_000, 5_000 + heaviest):  # every phase of one group
+        request = cache_aware_layers(index).build(None, budget)
+
+        assert request.utf8_bytes == history_utf8_bytes(request.messages) <= budget
+        assert has_snip_marker(request.messages)
+        assert budget - request.utf8_bytes < heaviest + 3, f"cut more than needed at {budget}"
+
+
+def test_a_narrowing_snip_behind_a_summary_keeps_the_summary_and_the_latest_group() -> None:
+    history = history_with(100, "r" * 100)
+    summary = system_message('{"kind": "stand-in summary"}')
+    lead = Lead(summary, message_utf8_bytes(summary), first_group=41)  # 41 groups summarised
+
+    request = cache_aware_layers(history).build(lead, 6_000)
+
+    assert request.utf8_bytes == history_utf8_bytes(request.messages) <= 6_000
+    assert request.messages[0] == summary
+    head_calls = (request.messages[1], request.messages[3])
+    assert head_calls == (history[81], history[83])  # the head: groups 41 and 42 (cleared)
+    assert has_snip_marker(request.messages[5:6])
+    assert request.messages[-2] == history[-2]
+
+
+def test_without_head_groups_a_narrowing_snip_cuts_the_summary_first() -> None:
+    """With no head kept, the summary in front is the oldest group: it goes before any
+    group after it."""
+    history = history_with(30, "r" * 100)
+    summary = system_message("s" * 3_000)
+    lead = Lead(summary, message_utf8_bytes(summary), first_group=1)
+    settings = replace(CACHE_AWARE, snip_keep_head_groups=0)
+    whole = cache_aware_layers(history, settings).build(lead).utf8_bytes
+
+    request = cache_aware_layers(history, settings).build(lead, whole - 2_000)
+
+    assert request.messages[0] == system_message("[Compacted: 1 message groups omitted]")
+    assert request.messages[1:] == micro_compact_history(history[1:], keep_recent_tool_groups=0)
+
+
+def test_the_reactive_summary_request_itself_fits_the_window(tmp_path: Path) -> None:
+    summarizer = FakeSummarizer()
+    compaction = manager(tmp_path, 8_000, summarizer=summarizer)  # 21,000 B
+    history = history_with(6, "r" * 6_400)
+    sent = compaction.prepare(history)
+    assert summary_request_bytes(sent) > 21_000 >= history_utf8_bytes(sent)  # the premise
+
+    compaction.recover_from_overflow(history)
+
+    (summarised,) = summarizer.calls
+    assert summary_request_bytes(summarised) <= 21_000
+    assert summarised[-2:] == sent[-2:]  # the oldest groups went, the latest stayed

@@ -109,8 +109,14 @@ def test_a_hook_timeout_accepts_up_to_a_day_and_refuses_more_or_inf(workspace: P
     assert "timeout_s: Input should be a finite number" in str(problem(workspace, hook("inf")))
 
 
+def compaction_limit(name: str) -> int:
+    if name.endswith("_bytes"):
+        return GiB
+    return 1 if name.endswith("_share") else 1_000_000
+
+
 COMPACTION_LIMITS = {
-    field.name: GiB if field.name.endswith("_bytes") else 1_000_000
+    field.name: compaction_limit(field.name)
     for field in fields(CompactionSettings)
     if field.name not in {"strategy", "context_window_tokens"}
 }

@@ -25,7 +25,7 @@ from agent_tutorial.features.compaction import (
     CompactionStrategy,
     ContinueAfterSummary,
 )
-from agent_tutorial.features.compaction.budget import HistoryBudget, TokenCalibration, WindowSize
+from agent_tutorial.features.compaction.budget import WindowAccounting
 
 
 class ChapterEight:
@@ -58,14 +58,12 @@ class ChapterEight:
 
 def _chapter_eight(strategy: CompactionStrategy) -> Callable[[BenchSetup], ReplayStrategy]:
     def build(setup: BenchSetup) -> ReplayStrategy:
-        window = setup.context_window_tokens
-        budget = HistoryBudget(
-            None if window is None else WindowSize.of(window, setup.output_cap_tokens),
-            FIXED_PREFIX_BYTES,
-            TokenCalibration(),
-        )
         manager = CompactionManager(
-            setup.workspace, setup.summarizer, strategy=strategy, budget=budget
+            setup.workspace,
+            setup.summarizer,
+            strategy=strategy,
+            context_window_tokens=setup.context_window_tokens,
+            window_accounting=WindowAccounting(FIXED_PREFIX_BYTES, setup.output_cap_tokens),
         )
         return ChapterEight(manager)
 

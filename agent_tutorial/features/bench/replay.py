@@ -20,13 +20,9 @@ from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.bench.cache_model import PrefixCache, tokens_for
 from agent_tutorial.features.bench.prices import PriceSheet
 from agent_tutorial.features.bench.trace import TraceStep
-from agent_tutorial.features.compaction import (
-    SUMMARY_SYSTEM_PROMPT,
-    CompactionSummary,
-    ExtractiveSummarizer,
-)
+from agent_tutorial.features.compaction import CompactionSummary, ExtractiveSummarizer
 from agent_tutorial.features.compaction.sizes import serialize_message
-from agent_tutorial.features.compaction.summary import SUMMARY_INSTRUCTION
+from agent_tutorial.features.compaction.summary import summary_request_bytes
 
 FIXED_PREFIX_BYTES = 7_700
 """The system prompt and tool schemas at the front of every agent request: about the size
@@ -98,8 +94,7 @@ class RecordingSummarizer:
         self.request_bytes: list[int] = []
 
     def summarize(self, history: History) -> CompactionSummary:
-        framing = len(SUMMARY_SYSTEM_PROMPT.encode()) + len(SUMMARY_INSTRUCTION.encode())
-        self.request_bytes.append(framing + sum(len(serialize_message(m)) for m in history))
+        self.request_bytes.append(summary_request_bytes(history))
         return self._summarizer.summarize(history)
 
 

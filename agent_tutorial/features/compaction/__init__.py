@@ -5,8 +5,10 @@ The modules follow the data one way:
     settings, sizes, errors   the numbers, how bytes are counted, what can go wrong
     store → persist           layer 1: large tool results to files, previews inline
     index                     canonical history indexed (sizes, groups, call ids)
-    budget, cache_aware       the window as a byte budget; the cache-aware layer policy
-    layers                    layers 2–3: snip and micro, cut where a strategy's policy says
+    budget                    the window as a byte budget
+    seed | cache_aware        the two strategies: where snip and micro cut, how a request
+                              over the window narrows, when the summary comes
+    layers                    layers 2–3: snip and micro, cut where the strategy says
     summary → extractive      layer 4: the five-field summary, by the model or extracted
     breaker, wording          the circuit breaker and what the events say
     manager                   `CompactionManager`, the loop's `ContextPolicy`

@@ -2,11 +2,15 @@
 once the reply's reserve and what every request carries besides the history (system
 prompt, tool schemas, reminders) are taken out, at the bytes per token this session has
 measured. Without a known window there is no budget and the byte thresholds stand.
+
+Also the sum both strategies narrow with: the fewest savings that bring a request back
+under its budget.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS, clamp_output_tokens
 
@@ -15,6 +19,11 @@ INITIAL_BYTES_PER_TOKEN = 3.5
 CALIBRATION_WEIGHT = 0.3
 """How much one observation moves the moving average."""
 _PLAUSIBLE_BYTES_PER_TOKEN = (1.0, 8.0)  # outside this a count is not about this request
+
+
+Candidates = Callable[[], Sequence[tuple[int, int]]]
+"""The tool groups micro could still clear, oldest first, as (canonical group, bytes that
+clearing it saves); computed only when a strategy asks."""
 
 
 class TokenCalibration:
@@ -78,9 +87,44 @@ class HistoryBudget:
             return None
         return max(0, self.calibration.bytes_for(self.window.prompt_tokens) - self.reserved_bytes)
 
-    @classmethod
-    def for_window(cls, tokens: int | None) -> HistoryBudget:
-        """A budget for a window alone: the default reply reserve, nothing reserved, the
-        initial calibration."""
-        window = None if tokens is None else WindowSize.of(tokens)
-        return cls(window, 0, TokenCalibration())
+
+@dataclass(frozen=True, slots=True)
+class WindowAccounting:
+    """How a window in tokens becomes a budget in bytes of history, short of the window
+    itself (which reaches the manager once, as `context_window_tokens`): what every request
+    carries besides the history, the configured reply cap, and the calibration (shared with
+    the session's meter, so each reply refines it)."""
+
+    reserved_bytes: int = 0
+    """Bytes every request spends outside the history: system prompt, tool schemas and
+    the reminder allowance."""
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    """The output cap as configured; `WindowSize.of` clamps it to the window."""
+    calibration: TokenCalibration = field(default_factory=TokenCalibration)
+
+    def __post_init__(self) -> None:
+        if self.reserved_bytes < 0:
+            raise ValueError(f"reserved_bytes must be >= 0, got {self.reserved_bytes}")
+        if self.max_output_tokens <= 0:
+            raise ValueError(f"max_output_tokens must be positive, got {self.max_output_tokens}")
+
+    def budget(self, window_tokens: int | None) -> HistoryBudget:
+        """The history budget of a window (of none: no budget)."""
+        if window_tokens is None:
+            return HistoryBudget(None, self.reserved_bytes, self.calibration)
+        window = WindowSize.of(window_tokens, self.max_output_tokens)
+        return HistoryBudget(window, self.reserved_bytes, self.calibration)
+
+
+def fewest_to_fit(excess_bytes: int, savings: Sequence[int]) -> int:
+    """How many of `savings` (bytes each step frees, in the order they must be taken) bring
+    a request `excess_bytes` over its budget back within it: the fewest that free at least
+    the excess, or all of them when even that is not enough."""
+    if excess_bytes <= 0:
+        return 0
+    freed = 0
+    for count, saving in enumerate(savings, start=1):
+        freed += saving
+        if freed >= excess_bytes:
+            return count
+    return len(savings)

@@ -1,15 +1,15 @@
 """Layers 2 and 3, built from the canonical index: snip omits old middle groups behind one
 marker, micro clears the results of all but the most recent tool groups (their calls and
-ids stay, so pairing holds). Where each layer cuts is a `LayerPolicy`'s choice, one per
-strategy.
+ids stay, so pairing holds). Where each layer cuts is the choice of a `Strategy`, one per
+compaction strategy.
 
 `snip_compact_history` and `micro_compact_history` are the same layers over a plain history.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from agent_tutorial.core.messages import (
@@ -19,8 +19,10 @@ from agent_tutorial.core.messages import (
     ToolMessage,
     tool_message,
 )
-from agent_tutorial.features.compaction.cache_aware import CacheAwareLayers
+from agent_tutorial.features.compaction.budget import Candidates
+from agent_tutorial.features.compaction.cache_aware import CacheAwareStrategy
 from agent_tutorial.features.compaction.index import CanonicalIndex, snip_marker
+from agent_tutorial.features.compaction.seed import SeedStrategy
 from agent_tutorial.features.compaction.settings import (
     CompactionSettings,
     check_micro_settings,
@@ -30,10 +32,13 @@ from agent_tutorial.features.compaction.sizes import message_utf8_bytes
 
 COMPACTED_TOOL_RESULT = "[Earlier tool result compacted. Re-run if needed.]"
 _SEED = CompactionSettings()
+_SEED_STRATEGY = SeedStrategy.from_settings(_SEED)
 
 
-class LayerPolicy(Protocol):
-    """Where the cheap layers cut a request; one per compaction strategy."""
+class Strategy(Protocol):
+    """One compaction strategy (`seed.py`, `cache_aware.py`): where snip and micro cut, how
+    a request over the window is narrowed, and when layer 4 summarises. The layers and the
+    manager ask it; neither knows which one it is."""
 
     def snip_span(self, group_count: int) -> tuple[int, int] | None:
         """The positions [start, stop) of a base of `group_count` groups that snip
@@ -45,12 +50,21 @@ class LayerPolicy(Protocol):
         numbers, oldest first) micro clears."""
         ...
 
-    def clear_more(
-        self, request_bytes: int, candidates: Callable[[], Sequence[tuple[int, int]]]
-    ) -> bool:
-        """Given the request's size and the tool groups micro could still clear (group,
-        bytes saved; computed only if asked for), whether to clear more now; True if the
-        policy moved its cut."""
+    def clear_more(self, request_bytes: int, budget: int | None, candidates: Candidates) -> int:
+        """Given the request's size after `groups_to_clear` and the history budget (None:
+        no window known), how many more tool groups micro clears now, oldest first, from
+        `candidates` (the groups still verbatim with the bytes clearing each saves;
+        computed only if asked for). A request over the budget must come out narrowed."""
+        ...
+
+    def snip_more(self, kept: Sequence[tuple[int, int]], excess_bytes: int) -> bool:
+        """The request is still `excess_bytes` over the budget after micro: whether snip
+        cuts more now (True if the strategy moved its cut). `kept` holds the base
+        positions snip kept, oldest first, with the bytes each takes in the request."""
+        ...
+
+    def summary_threshold(self, budget: int | None) -> int:
+        """The request size past which layer 4 summarises, for the budget as now known."""
         ...
 
     def reset(self) -> None:
@@ -58,48 +72,11 @@ class LayerPolicy(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class SeedLayers:
-    """The seed's pipeline: cut whenever the history passes a bound, every request.
-    A `None` turns that layer off."""
-
-    snip_max_groups: int | None
-    snip_keep_head_groups: int
-    keep_recent_tool_groups: int | None
-
-    @classmethod
-    def from_settings(cls, settings: CompactionSettings) -> SeedLayers:
-        return cls(
-            settings.snip_max_groups,
-            settings.snip_keep_head_groups,
-            settings.keep_recent_tool_groups,
-        )
-
-    def snip_span(self, group_count: int) -> tuple[int, int] | None:
-        if self.snip_max_groups is None or group_count <= self.snip_max_groups:
-            return None
-        head = self.snip_keep_head_groups
-        return head, group_count - (self.snip_max_groups - head - 1)
-
-    def groups_to_clear(self, tool_groups: Sequence[int]) -> int:
-        if self.keep_recent_tool_groups is None:
-            return 0
-        return max(0, len(tool_groups) - self.keep_recent_tool_groups)
-
-    def clear_more(
-        self, request_bytes: int, candidates: Callable[[], Sequence[tuple[int, int]]]
-    ) -> bool:
-        return False  # the seed clears by count alone, on every request
-
-    def reset(self) -> None:
-        return None
-
-
-def layer_policy(settings: CompactionSettings) -> LayerPolicy:
-    """The policy of the settings' strategy."""
+def strategy_for(settings: CompactionSettings) -> Strategy:
+    """The strategy the settings name, built from their numbers."""
     if settings.strategy == "cache-aware":
-        return CacheAwareLayers(settings)
-    return SeedLayers.from_settings(settings)
+        return CacheAwareStrategy(settings)
+    return SeedStrategy.from_settings(settings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,32 +108,73 @@ class CheapLayers:
     """micro(snip(lead + groups)) for one canonical index, in time proportional to the
     request rather than to the canonical history. Cleared results are kept between calls."""
 
-    def __init__(self, index: CanonicalIndex, policy: LayerPolicy) -> None:
+    def __init__(self, index: CanonicalIndex, strategy: Strategy) -> None:
         self._index = index
-        self._policy = policy
+        self._strategy = strategy
         self._cleared: dict[int, tuple[ChatMessage, int]] = {}  # message -> (result, saved)
         self._lead: Lead | None = None
-        policy.reset()  # cuts a policy kept belong to another index's positions
+        strategy.reset()  # cuts a strategy kept belong to another index's positions
 
-    def build(self, lead: Lead | None) -> LayeredRequest:
+    def build(self, lead: Lead | None, budget: int | None = None) -> LayeredRequest:
+        """The request from `lead` and the indexed groups; with a `budget` (bytes of
+        history the window holds) the strategy narrows a request over it: first micro
+        clears more (`clear_more`), then, if that is not enough, snip cuts more
+        (`snip_more`)."""
         if lead != self._lead:  # a new summary in front: positions mean other groups now
             self._lead = lead
-            self._policy.reset()
+            self._strategy.reset()
         base = _Base(lead, self._index.group_count)
+        snipped, cleared, request = self._cut(base, budget)
+        if budget is not None and request.utf8_bytes > budget:
+            # A cut further on may need a marker, or one with a longer count: allow for it.
+            growth = self._largest_marker_bytes() - snipped.marker_bytes
+            kept = self._kept_sizes(base, snipped, cleared)
+            if self._strategy.snip_more(kept, request.utf8_bytes - budget + growth):
+                snipped, cleared, request = self._cut(base, budget)
+        return request
+
+    def _cut(self, base: _Base, budget: int | None) -> tuple[_Snipped, set[int], LayeredRequest]:
+        """Snip, then micro, where the strategy says: what snip kept, the groups micro
+        cleared, and the request they make."""
+        lead = base.lead
         snipped = self._snip(base)
         index = self._index
         tool_units = [unit for unit in snipped.units if unit >= 0 and index.is_tool_group(unit)]
-        cleared_count = self._policy.groups_to_clear(tool_units)
-        request = self._assemble(lead, snipped, set(tool_units[:cleared_count]))
+        cleared_count = self._strategy.groups_to_clear(tool_units)
+        cleared = set(tool_units[:cleared_count])
+        request = self._assemble(lead, snipped, cleared)
         uncleared = tool_units[cleared_count:]
 
         def candidates() -> list[tuple[int, int]]:
             return [(unit, self._clearing_saves(unit)) for unit in uncleared]
 
-        if self._policy.clear_more(request.utf8_bytes, candidates):
-            cleared_count = self._policy.groups_to_clear(tool_units)
-            request = self._assemble(lead, snipped, set(tool_units[:cleared_count]))
-        return request
+        more = self._strategy.clear_more(request.utf8_bytes, budget, candidates)
+        if more:
+            cleared = set(tool_units[: cleared_count + more])
+            request = self._assemble(lead, snipped, cleared)
+        return snipped, cleared, request
+
+    def _kept_sizes(
+        self, base: _Base, snipped: _Snipped, cleared: set[int]
+    ) -> list[tuple[int, int]]:
+        """The base positions snip kept, oldest first, with the bytes each takes in the
+        request now (a cleared group without its results)."""
+        kept: list[tuple[int, int]] = []
+        for unit in snipped.units:
+            if unit == _LEAD and base.lead is not None:
+                kept.append((0, base.lead.utf8_bytes))
+            elif unit >= 0:
+                start, end = self._index.group_start(unit), self._index.group_start(unit + 1)
+                size = self._index.message_bytes(start, end)
+                if unit in cleared:
+                    size -= self._clearing_saves(unit)
+                kept.append((base.position(unit), size))
+        return kept
+
+    def _largest_marker_bytes(self) -> int:
+        """The size of a marker counting every group this request could stand for."""
+        everything = self._index.canonical_groups(0, self._index.group_count) + 1
+        return message_utf8_bytes(snip_marker(everything))
 
     def _clearing_saves(self, unit: int) -> int:
         index = self._index
@@ -197,7 +215,7 @@ class CheapLayers:
 
     def _snip(self, base: _Base) -> _Snipped:
         length = len(base)
-        span = self._policy.snip_span(length)
+        span = self._strategy.snip_span(length)
         if span is None:
             return _Snipped([base.unit(position) for position in range(length)])
         start, stop = span
@@ -267,6 +285,10 @@ class _Base:
             return _LEAD
         return self._first_group + position - self._offset
 
+    def position(self, unit: int) -> int:
+        """Where canonical group `unit` stands in the base."""
+        return self._offset + unit - self._first_group
+
 
 # --- the same layers over a plain history (chapter 8's guide teaches these) ------------------
 
@@ -280,8 +302,13 @@ def snip_compact_history(
     """Layer 2: beyond `max_groups` groups, keep the first `keep_head_groups`, one marker
     counting the canonical groups omitted, and the most recent groups up to `max_groups`."""
     check_snip_settings(max_groups, keep_head_groups)
-    policy = SeedLayers(max_groups, keep_head_groups, keep_recent_tool_groups=None)
-    return CheapLayers(CanonicalIndex.of(history), policy).build(None).messages
+    snip_only = replace(
+        _SEED_STRATEGY,
+        snip_max_groups=max_groups,
+        snip_keep_head_groups=keep_head_groups,
+        keep_recent_tool_groups=None,
+    )
+    return CheapLayers(CanonicalIndex.of(history), snip_only).build(None).messages
 
 
 def micro_compact_history(
@@ -290,5 +317,7 @@ def micro_compact_history(
     """Layer 3: clear the results of every tool group but the most recent ones; the calls
     and their ids stay, so pairing holds."""
     check_micro_settings(keep_recent_tool_groups)
-    policy = SeedLayers(None, 0, keep_recent_tool_groups)
-    return CheapLayers(CanonicalIndex.of(history), policy).build(None).messages
+    micro_only = replace(
+        _SEED_STRATEGY, snip_max_groups=None, keep_recent_tool_groups=keep_recent_tool_groups
+    )
+    return CheapLayers(CanonicalIndex.of(history), micro_only).build(None).messages

@@ -19,15 +19,13 @@ from agent_tutorial.core.messages import (
     History,
     SystemMessage,
     UserMessage,
-    iter_message_groups,
     system_message,
     user_message,
 )
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.compaction import wording
 from agent_tutorial.features.compaction.breaker import SummaryBreaker
-from agent_tutorial.features.compaction.budget import HistoryBudget
-from agent_tutorial.features.compaction.cache_aware import CacheAwareLayers, CacheMarks
+from agent_tutorial.features.compaction.budget import HistoryBudget, WindowAccounting
 from agent_tutorial.features.compaction.errors import CompactionError
 from agent_tutorial.features.compaction.extractive import ExtractiveSummarizer
 from agent_tutorial.features.compaction.index import CanonicalIndex
@@ -35,10 +33,9 @@ from agent_tutorial.features.compaction.layers import (
     CheapLayers,
     LayeredRequest,
     Lead,
-    SeedLayers,
-    layer_policy,
+    strategy_for,
 )
-from agent_tutorial.features.compaction.persist import ResultPersister
+from agent_tutorial.features.compaction.persist import ResultPersister, settings_for_budget
 from agent_tutorial.features.compaction.settings import CompactionSettings, CompactionStrategy
 from agent_tutorial.features.compaction.sizes import message_utf8_bytes, transcript_jsonl
 from agent_tutorial.features.compaction.store import (
@@ -48,9 +45,9 @@ from agent_tutorial.features.compaction.store import (
 )
 from agent_tutorial.features.compaction.summary import (
     FOCUS_PREFIX,
-    SUMMARY_FRAMING_BYTES,
     CompactionSummary,
     HistorySummarizer,
+    history_to_summarize,
     is_compacted_summary,
     parse_summary_content,
     summarize,
@@ -80,6 +77,9 @@ class _SummaryState:
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
+    """A request remembered (by `prepare`, or by a preview) with what it was built from, so
+    the same history asked for again costs nothing."""
+
     request: LayeredRequest
     summary: _SummaryState | None
     index: CanonicalIndex
@@ -99,7 +99,9 @@ class CompactionManager:
     The request history is a function of canonical history and the last summary. It is
     cached: an identical history costs nothing, and an append costs work proportional to
     what was appended. `strategy` and `context_window_tokens`, when given, override the
-    fields of `settings` with those names.
+    fields of `settings` with those names; that field is the one way the window arrives.
+    `window_accounting` says how it becomes a byte budget (by default: nothing reserved
+    besides the reply, the initial calibration).
     """
 
     def __init__(
@@ -112,15 +114,16 @@ class CompactionManager:
         context_window_tokens: int | None = None,
         id_generator: Callable[[], str] | None = None,
         on_event: CompactionEventSink | None = None,
-        budget: HistoryBudget | None = None,
+        window_accounting: WindowAccounting | None = None,
     ) -> None:
         if strategy is not None:
             settings = replace(settings, strategy=strategy)
         if context_window_tokens is not None:
             settings = replace(settings, context_window_tokens=context_window_tokens)
         self.settings = settings
-        self._budget = budget or HistoryBudget.for_window(settings.context_window_tokens)
-        self._policy = layer_policy(settings)
+        accounting = window_accounting or WindowAccounting()
+        self._budget = accounting.budget(settings.context_window_tokens)
+        self._strategy = strategy_for(settings)
         self._store = ArtifactStore(Path(workspace), id_generator)
         self._persister = ResultPersister(self._store, settings)
         self._summarizer = summarizer
@@ -129,17 +132,17 @@ class CompactionManager:
         self._report = wording.CheapLayerReport()
         self._on_event = on_event
         self._index = CanonicalIndex()
-        self._layers = CheapLayers(self._index, self._policy)
+        self._layers = CheapLayers(self._index, self._strategy)
         self._summary: _SummaryState | None = None
         self._prepared: _Prepared | None = None
-        self._preview: tuple[CanonicalIndex, int, _SummaryState | None, int] | None = None
+        self._previewed: _Prepared | None = None
         self.last_request_bytes = 0
         """Bytes of the last request history `prepare` returned."""
 
     @property
     def summary_threshold_bytes(self) -> int:
         """The request size past which layer 4 summarises, for the window as now known."""
-        return self._summary_threshold(self._budget.history_bytes())
+        return self._strategy.summary_threshold(self._budget.history_bytes())
 
     # --- the loop's ContextPolicy ----------------------------------------------------------
 
@@ -150,7 +153,7 @@ class CompactionManager:
         budget = self._budget.history_bytes()
         persister = self._persister
         if budget is not None:
-            persister = ResultPersister(self._store, _layer_one_for(self.settings, budget))
+            persister = ResultPersister(self._store, settings_for_budget(self.settings, budget))
         batch = persister.persist(results)
         if batch.artifacts:
             self._emit(wording.persisted(batch))
@@ -164,13 +167,11 @@ class CompactionManager:
         if prepared is not None and prepared.still_fits(self._index, self._summary):
             return prepared.request.messages
         budget = self._budget.history_bytes()
-        if isinstance(self._policy, CacheAwareLayers):
-            self._policy.marks = CacheMarks.for_budget(self.settings, budget)
         if budget is not None:
             self._check_latest_fits(budget)
-        request = self._fitted(self._layers.build(self._lead()), budget)
-        if request.utf8_bytes > self._summary_threshold(budget):
-            request = self._fitted(self._summarize_automatically(history, request), budget)
+        request = self._layers.build(self._lead(), budget)
+        if request.utf8_bytes > self._strategy.summary_threshold(budget):
+            request = self._summarize_automatically(history, request, budget)
         for event in self._report.events(request):
             self._emit(event)
         self._prepared = _Prepared(request, self._summary, self._index, len(self._index.messages))
@@ -197,13 +198,12 @@ class CompactionManager:
         `/context` and the toolbar: it reports nothing, writes nothing, and is remembered
         until the history grows or the summary changes, so a redraw costs nothing."""
         self._sync(history)
-        index, summary = self._index, self._summary
-        preview = self._preview
-        if preview is not None and preview[:3] == (index, len(index.messages), summary):
-            return preview[3]
-        size = self._layers.build(self._lead()).utf8_bytes
-        self._preview = (index, len(index.messages), summary, size)
-        return size
+        previewed = self._previewed
+        if previewed is None or not previewed.still_fits(self._index, self._summary):
+            request = self._layers.build(self._lead(), self._budget.history_bytes())
+            previewed = _Prepared(request, self._summary, self._index, len(self._index.messages))
+            self._previewed = previewed
+        return previewed.request.utf8_bytes
 
     def for_subagent(self) -> FullContext:
         """A subagent's policy: its large results are persisted here too, so a child cannot
@@ -240,32 +240,6 @@ class CompactionManager:
 
     # --- steps -------------------------------------------------------------------------
 
-    def _summary_threshold(self, budget: int | None) -> int:
-        """Seed: 50,000 B, or the window's budget when that is smaller. Cache-aware: three
-        quarters of the budget, or its own threshold without a window."""
-        if self.settings.strategy == "cache-aware":
-            if budget is None:
-                return self.settings.cache_summary_threshold_bytes
-            return budget * 3 // 4
-        threshold = self.settings.proactive_threshold_bytes
-        return threshold if budget is None else min(threshold, budget)
-
-    def _fitted(self, request: LayeredRequest, budget: int | None) -> LayeredRequest:
-        """With a window known, a request over it keeps fewer recent tool groups verbatim,
-        down to none, until it fits."""
-        if budget is None or request.utf8_bytes <= budget:
-            return request
-        keep = self.settings.keep_recent_tool_groups
-        if isinstance(self._policy, CacheAwareLayers):
-            keep = self._policy.keep_recent
-        snip = self.settings.snip_max_groups, self.settings.snip_keep_head_groups
-        for fewer in range(min(keep, 3) - 1, -1, -1):
-            narrowed = CheapLayers(self._index, SeedLayers(*snip, keep_recent_tool_groups=fewer))
-            request = narrowed.build(self._lead())
-            if request.utf8_bytes <= budget:
-                break
-        return request
-
     def _check_latest_fits(self, budget: int) -> None:
         """The run cannot go on when the latest message group alone is over the window:
         no layer may cut what the model has not seen yet."""
@@ -276,10 +250,10 @@ class CompactionManager:
 
     def _reset_index(self) -> None:
         self._index = CanonicalIndex()
-        self._layers = CheapLayers(self._index, self._policy)
+        self._layers = CheapLayers(self._index, self._strategy)
 
-    def _sync(self, history: History) -> bool:
-        """Bring the index up to `history` (validating its pairing); True if it changed."""
+    def _sync(self, history: History) -> None:
+        """Bring the index up to `history` (validating its pairing)."""
         appended = self._index.appended_part(history)
         if appended is None:
             # Not a continuation of what this manager saw: start over, and forget a summary
@@ -287,14 +261,13 @@ class CompactionManager:
             self._reset_index()
             self._summary = None
             self._index.append(history, history)
-            return True
+            return
         if not appended:
-            return False
+            return
         first_history = not self._index.messages
         self._index.append(appended, history)
         if first_history:
             self._forget_summary_that_does_not_fit()
-        return True
 
     def _forget_summary_that_does_not_fit(self) -> None:
         """A restored summary belongs to the first history it meets. If it does not end on a
@@ -330,7 +303,9 @@ class CompactionManager:
             return tuple(history)
         return (lead.message, *history[self._covered_by_lead() :])
 
-    def _summarize_automatically(self, history: History, cheap: LayeredRequest) -> LayeredRequest:
+    def _summarize_automatically(
+        self, history: History, cheap: LayeredRequest, budget: int | None
+    ) -> LayeredRequest:
         """One summary attempt; on failure the cheap-layer request goes out as it is."""
         if not self._breaker.closed:
             return cheap
@@ -343,7 +318,7 @@ class CompactionManager:
         self._breaker.succeeded()
         state = self._set_summary(summary, transcript, covered_messages=len(history))
         self._emit_summary(state, transcript, "automatic", cheap.utf8_bytes)
-        return self._layers.build(self._lead())
+        return self._layers.build(self._lead(), budget)
 
     def _summarize_for_recovery(self, request: History) -> CompactionSummary:
         if self._breaker.closed:
@@ -357,15 +332,15 @@ class CompactionManager:
         return self._fallback.summarize(request)
 
     def _compact_reactively(self, history: History) -> CompactionOutcome:
-        """Summary of the cheap-layer history, then as many of the last
-        `reactive_tail_groups` groups as fit the window. A history that would not be
+        """Summary of the cheap-layer history (as `prepare` builds it), then as many of the
+        last `reactive_tail_groups` groups as fit the window. A history that would not be
         smaller than the refused request, or that cannot fit at all, is never sent."""
         self._sync(history)
-        cheap = self._layers.build(self._lead())
-        already_covered = self._covered_by_lead()
         budget = self._budget.history_bytes()
+        cheap = self._layers.build(self._lead(), budget)
+        already_covered = self._covered_by_lead()
         transcript = self._write_transcript(history)
-        summary = self._summarize_for_recovery(_fitting(cheap.messages, budget))
+        summary = self._summarize_for_recovery(history_to_summarize(cheap.messages, budget))
         message = summary_message(summary, transcript.relative_path)
         covered = self._fitting_tail(message_utf8_bytes(message), already_covered, budget)
         size = message_utf8_bytes(message) + self._index.bytes_from(covered)
@@ -445,36 +420,6 @@ def _too_large(size: int, budget: HistoryBudget) -> str:
     return (
         f"the latest message alone ({size:,} B, about {tokens:,} tokens) does not fit the "
         f"model's context window ({limit}); start a fresh session or use a larger window"
-    )
-
-
-def _fitting(messages: tuple[ChatMessage, ...], budget: int | None) -> tuple[ChatMessage, ...]:
-    """`messages` for a summary request that fits the budget: the oldest groups go first
-    (the summary request carries its own prompt and instruction on top)."""
-    if budget is None:
-        return messages
-    room = budget - SUMMARY_FRAMING_BYTES
-    groups = list(iter_message_groups(messages))
-    sizes = [sum(message_utf8_bytes(m) for m in group) for group in groups]
-    total = sum(sizes)
-    start = 0
-    while total > room and start < len(groups) - 1:
-        total -= sizes[start]
-        start += 1
-    return tuple(message for group in groups[start:] for message in group)
-
-
-def _layer_one_for(settings: CompactionSettings, budget: int) -> CompactionSettings:
-    """Layer 1's numbers for a window: a result over a quarter of the budget goes to a file,
-    a batch adds at most half of it inline, and previews are at most a quarter of a result."""
-    threshold = max(1, min(settings.persist_threshold_bytes, budget // 4))
-    preview = max(1, threshold // 4)
-    return replace(
-        settings,
-        persist_threshold_bytes=threshold,
-        batch_budget_bytes=max(1, min(settings.batch_budget_bytes, budget // 2)),
-        preview_head_bytes=min(settings.preview_head_bytes, preview),
-        preview_tail_bytes=min(settings.preview_tail_bytes, preview),
     )
 
 

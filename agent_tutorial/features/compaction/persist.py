@@ -8,10 +8,10 @@ fits its budget; all files of a batch are written, or none.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agent_tutorial.core.tools import ToolResult
-from agent_tutorial.features.compaction.settings import CompactionSettings
+from agent_tutorial.features.compaction.settings import CompactionSettings, share_of
 from agent_tutorial.features.compaction.sizes import encode_utf8
 from agent_tutorial.features.compaction.store import (
     ArtifactContent,
@@ -72,6 +72,23 @@ class ResultPersister:
             PersistedArtifact(i, ref) for i, ref in zip(chosen, references, strict=True)
         )
         return PersistedBatch(tuple(compacted), artifacts)
+
+
+def settings_for_budget(settings: CompactionSettings, budget: int) -> CompactionSettings:
+    """Layer 1's numbers for a window's history budget: the persist threshold and the batch
+    budget at most their shares of it, each preview at most its share of that threshold.
+    Each stays at least a byte, so even a full window persists and previews something."""
+    window_threshold = share_of(budget, settings.window_persist_share)
+    threshold = max(1, min(settings.persist_threshold_bytes, window_threshold))
+    batch = max(1, min(settings.batch_budget_bytes, share_of(budget, settings.window_batch_share)))
+    preview = max(1, share_of(threshold, settings.window_preview_share))
+    return replace(
+        settings,
+        persist_threshold_bytes=threshold,
+        batch_budget_bytes=batch,
+        preview_head_bytes=min(settings.preview_head_bytes, preview),
+        preview_tail_bytes=min(settings.preview_tail_bytes, preview),
+    )
 
 
 def _whole_size(result: ToolResult, content: bytes) -> int:

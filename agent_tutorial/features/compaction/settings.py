@@ -1,6 +1,8 @@
 """Chapter 8's numbers in one frozen settings object: the only place their defaults live.
 
-`[compaction]` in config.toml builds one of these; `CompactionManager` takes one.
+`[compaction]` in config.toml builds one of these; `CompactionManager` takes one. A
+`..._share` is a fraction of the history budget (or of another number, as its docstring
+says) and applies only when the model's window is known.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ CompactionStrategy = Literal["seed", "cache-aware"]
 STRATEGIES: tuple[CompactionStrategy, ...] = get_args(CompactionStrategy)
 
 # Upper bounds, checked when `[compaction]` is read (lower bounds: `__post_init__`). Far past
-# any real transcript, and low enough that no size overflows an index.
+# any real transcript, and low enough that no size overflows an index; a share is at most
+# the whole.
 Bytes = Annotated[int, Field(le=1024 * 1024 * 1024)]
 Groups = Annotated[int, Field(le=1_000_000)]
+Share = Annotated[float, Field(le=1)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +38,18 @@ class CompactionSettings:
 
     preview_tail_bytes: Bytes = 2_000
     """Layer 1: bytes of a persisted result shown from its end."""
+
+    window_persist_share: Share = 0.25
+    """Layer 1, window known: a result larger than this share of the history budget goes to
+    a file too (the threshold is the smaller of this and `persist_threshold_bytes`)."""
+
+    window_batch_share: Share = 0.5
+    """Layer 1, window known: one batch adds at most this share of the history budget
+    inline (or `batch_budget_bytes`, if smaller)."""
+
+    window_preview_share: Share = 0.25
+    """Layer 1, window known: each preview, head and tail, holds at most this share of the
+    persist threshold in force, so a preview is always much smaller than what it stands for."""
 
     snip_max_groups: Groups = 50
     """Layer 2: beyond this many message groups, snip omits the middle ones."""
@@ -59,16 +75,28 @@ class CompactionSettings:
     above as they are. The agent fills it from `Settings.context_window_tokens` (a value
     written under `[compaction]` in config.toml is read as that one)."""
 
+    reminder_allowance_bytes: Bytes = 2_000
+    """Window known: bytes of it kept for request-only reminders (the plan, the continue
+    turn), besides the system prompt and tool schemas every request carries."""
+
     cache_keep_recent_tool_groups: Groups = 5
     """Cache-aware: the most recent tool groups micro never clears."""
 
     cache_high_mark_bytes: Bytes = 100_000
-    """Cache-aware: micro clears only once the request passes this (at most half the
-    window's budget)..."""
+    """Cache-aware: micro clears only once the request passes this (at most
+    `cache_high_mark_share` of the window's budget)..."""
 
     cache_low_mark_bytes: Bytes = 30_000
-    """...and then clears oldest-first, in one step, down to this (at most a fifth of the
-    window's budget)."""
+    """...and then clears oldest-first, in one step, down to this (at most
+    `cache_low_mark_share` of the window's budget)."""
+
+    cache_high_mark_share: Share = 0.5
+    """Cache-aware, window known: the high mark is at most this share of the history
+    budget, so micro starts clearing well before the window is full."""
+
+    cache_low_mark_share: Share = 0.2
+    """Cache-aware, window known: the low mark is at most this share of the history budget,
+    so one clearing step leaves room for many requests before the next."""
 
     cache_clear_at_least_bytes: Bytes = 40_000
     """Cache-aware: the least one micro step clears, so a step is worth the cache it breaks."""
@@ -81,7 +109,12 @@ class CompactionSettings:
 
     cache_summary_threshold_bytes: Bytes = 160_000
     """Cache-aware, no window known: a request still larger after snip and micro is
-    summarised. With a window, three quarters of its budget."""
+    summarised. With a window, `cache_summary_share` of its budget."""
+
+    cache_summary_share: Share = 0.75
+    """Cache-aware, window known: a request still larger than this share of the history
+    budget after snip and micro is summarised (the rest of the budget is the room the
+    summary's tail and the next results grow into)."""
 
     def __post_init__(self) -> None:
         for name in ("persist_threshold_bytes", "batch_budget_bytes", "proactive_threshold_bytes"):
@@ -92,6 +125,12 @@ class CompactionSettings:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.preview_head_bytes == 0 and self.preview_tail_bytes == 0:
             raise ValueError("preview_head_bytes and preview_tail_bytes cannot both be 0")
+        if self.reminder_allowance_bytes < 0:
+            raise ValueError(
+                f"reminder_allowance_bytes must be >= 0, got {self.reminder_allowance_bytes}"
+            )
+        for name in SHARE_FIELDS:
+            check_share(name, getattr(self, name))
         check_micro_settings(self.keep_recent_tool_groups)
         check_snip_settings(self.snip_max_groups, self.snip_keep_head_groups)
         check_strategy(self.strategy)
@@ -114,6 +153,27 @@ class CompactionSettings:
             raise ValueError("cache_snip_keep_groups must be below cache_snip_max_groups")
         if self.cache_summary_threshold_bytes <= 0:
             raise ValueError("cache_summary_threshold_bytes must be positive")
+
+
+SHARE_FIELDS = (
+    "window_persist_share",
+    "window_batch_share",
+    "window_preview_share",
+    "cache_high_mark_share",
+    "cache_low_mark_share",
+    "cache_summary_share",
+)
+
+
+def share_of(budget: int, share: float) -> int:
+    """What a `..._share` field means: that fraction of `budget`, rounded down to whole bytes."""
+    return int(budget * share)
+
+
+def check_share(name: str, share: float) -> None:
+    """A share of a budget: more than nothing, at most all of it."""
+    if not 0 < share <= 1:
+        raise ValueError(f"{name} must be above 0 and at most 1, got {share}")
 
 
 def check_snip_settings(max_groups: int, keep_head_groups: int) -> None:

@@ -14,11 +14,14 @@ from agent_tutorial.core.messages import (
     ChatMessage,
     History,
     SystemMessage,
+    iter_message_groups,
     system_message,
     user_message,
 )
 from agent_tutorial.core.model import ModelClient, ModelError, ModelReply, make_request
+from agent_tutorial.features.compaction.budget import fewest_to_fit
 from agent_tutorial.features.compaction.errors import CompactionError
+from agent_tutorial.features.compaction.sizes import history_utf8_bytes
 
 SUMMARY_KIND = "compacted_history"
 SUMMARY_FIELDS = (
@@ -46,9 +49,6 @@ Be specific and concise. Do not call tools."""
 FOCUS_PREFIX = "Focus the summary on: "
 """Starts the message that carries a `/compact` focus."""
 SUMMARY_INSTRUCTION = "Summarise the conversation above now: reply with the JSON object only."
-SUMMARY_FRAMING_BYTES = len(SUMMARY_SYSTEM_PROMPT.encode()) + len(SUMMARY_INSTRUCTION.encode()) + 64
-"""What a summary request carries besides the history: its prompt, its instruction and
-their JSON framing."""
 """The last message of a model summary request."""
 
 
@@ -136,6 +136,30 @@ def is_compacted_summary(message: ChatMessage) -> bool:
 # --- the model-written summary ----------------------------------------------------------
 
 
+def summary_request(history: History) -> list[ChatMessage]:
+    """The messages of a model summary request: the summary prompt, `history`, and a
+    closing instruction that keeps a model from carrying on with the task instead."""
+    return [system_message(SUMMARY_SYSTEM_PROMPT), *history, user_message(SUMMARY_INSTRUCTION)]
+
+
+def summary_request_bytes(history: History) -> int:
+    """The size of the summary request for `history`, counted as every budget is (its
+    transcript bytes): what the manager fits to the window, and what the bench bills."""
+    return history_utf8_bytes(summary_request(history))
+
+
+def history_to_summarize(messages: History, budget: int | None) -> tuple[ChatMessage, ...]:
+    """`messages` cut so that their summary request fits `budget` bytes: whole groups go,
+    oldest first, but never the latest one."""
+    if budget is None:
+        return tuple(messages)
+    groups = list(iter_message_groups(messages))
+    sizes = [history_utf8_bytes(group) for group in groups]
+    excess = summary_request_bytes(()) + sum(sizes) - budget
+    dropped = fewest_to_fit(excess, sizes[:-1])
+    return tuple(message for group in groups[dropped:] for message in group)
+
+
 class ModelHistorySummarizer:
     """Asks the model for the five-field summary in one tool-free request and accepts
     nothing but exactly that JSON object."""
@@ -144,11 +168,8 @@ class ModelHistorySummarizer:
         self.model = model
 
     def summarize(self, history: History) -> CompactionSummary:
-        # The closing instruction keeps a model from carrying on with the task instead.
-        instruction = user_message(SUMMARY_INSTRUCTION)
-        messages = [system_message(SUMMARY_SYSTEM_PROMPT), *history, instruction]
         try:
-            reply = self.model.complete(make_request(messages, tools=()))
+            reply = self.model.complete(make_request(summary_request(history), tools=()))
         except ModelError as error:
             raise CompactionError(f"the summary request failed: {error}") from error
         return parse_summary_reply(reply)
