@@ -38,6 +38,7 @@ from agent_tutorial.core.events import (
 )
 from agent_tutorial.core.messages import to_wire
 from agent_tutorial.core.model import Usage
+from agent_tutorial.core.text import plain_json
 from agent_tutorial.run_summary import RunSummary
 
 ResultSubtype = Literal["success", "error_max_turns", "error_during_execution"]
@@ -171,7 +172,10 @@ def json_text(record: Record, *, indent: bool = False) -> str:
     so it parses to the same values and is inert on a terminal."""
     # default=str: an unusual value in an event's details must not end the run
     option = orjson.OPT_INDENT_2 if indent else 0
-    data = orjson.dumps(record, default=str, option=option)
+    try:
+        data = orjson.dumps(record, default=str, option=option)
+    except orjson.JSONEncodeError:  # a lone surrogate: a byte of a name that is not UTF-8
+        data = orjson.dumps(plain_json(record), option=option)
     return _RAW_CONTROLS.sub(_escaped_control, data).decode()
 
 

@@ -229,9 +229,9 @@ def test_create_never_overwrites_an_existing_session(workspace: Path) -> None:
     assert path.read_bytes() == before
 
 
-def test_text_that_is_not_valid_utf8_is_recorded_with_replacements(workspace: Path) -> None:
+def test_a_byte_that_is_not_utf8_is_recorded_escaped(workspace: Path) -> None:
     path = write_session(workspace, [user_message("bytes: \udcff end")])
-    assert load_session(path).history == (user_message("bytes: ? end"),)
+    assert load_session(path).history == (user_message("bytes: \\xff end"),)
 
 
 # --- refusing unsafe directories --------------------------------------------------------

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 from agent_tutorial.core.messages import AssistantMessage, ChatMessage, SystemMessage, to_wire
 from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS
+from agent_tutorial.core.text import plain_json
 
 # The system prompt and a restored summary.
 _MERGED_SYSTEM_MESSAGES = 2
@@ -65,7 +66,15 @@ def wire_messages(
             wire.append(_assistant_wire(message))
         else:
             wire.append(to_wire(message))
+    wire = [_sendable(message) for message in wire]
     return _merged_user_turns(wire) if merge_reminders else wire
+
+
+def _sendable(message: dict[str, Any]) -> dict[str, Any]:
+    """The request is sent as UTF-8, which a lone surrogate cannot be: one in a server's own
+    reply echoed back (JSON may escape one), or in a workspace path that is not UTF-8,
+    goes as `\\xe9` text (`core.text.encodable`)."""
+    return cast(dict[str, Any], plain_json(message))
 
 
 def _leading_system_messages(messages: Sequence[ChatMessage]) -> list[SystemMessage]:

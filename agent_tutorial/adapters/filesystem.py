@@ -31,6 +31,7 @@ from agent_tutorial.core.paths import (
     read_refusal,
     write_refusal,
 )
+from agent_tutorial.core.text import name_from_shown
 
 __all__ = ["ProtectedPathError", "WorkspacePathError"]  # re-exported for the tools
 
@@ -122,11 +123,13 @@ class Workspace:
 
     @contextmanager
     def resolve(self, root: int, given: str) -> Iterator[Target]:
+        """Walk to `given`, written as tools show names: `\\xe9` stands for a byte that is
+        not UTF-8 (`name_from_shown`)."""
         if "\0" in given:
             raise WorkspacePathError(f"{given!r} is not a valid path")
-        walk = _Walk(root, given, self)
+        walk = _Walk(root, given, self)  # its errors quote the path as the model wrote it
         try:
-            parts = self.inside_parts(given)
+            parts = self.inside_parts(name_from_shown(given))
             if parts is None:
                 raise walk.outside()
             yield walk.run(parts)

@@ -201,7 +201,9 @@ class _CommandOutput:
     once it passes that cap, spooled whole (with a spool cap)."""
 
     def __init__(self, cap_bytes: int, spool_cap_bytes: int, text_filter: TextFilter | None):
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        # A byte that is not UTF-8 (a file name `ls` lists) reads as `\\xe9`, the form the
+        # file tools show such a name in and accept back.
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
         self._filter = text_filter
         self._spool_cap_bytes = spool_cap_bytes
         self.kept = _HeadTailBuffer(cap_bytes)

@@ -18,6 +18,7 @@ from pydantic_core import ErrorDetails
 
 from agent_tutorial.core.messages import AssistantMessage, ToolCall
 from agent_tutorial.core.model import ToolSpec
+from agent_tutorial.core.text import encodable
 
 Effect: TypeAlias = Literal["read", "write", "execute"]
 
@@ -54,12 +55,16 @@ class ToolResult:
     whole_output: WholeOutput | None = None
 
 
+# Both builders make the text `encodable`: a file name that is not UTF-8 reaches the model,
+# the log and the terminal as `caf\\xe9.txt`, the form the file tools accept back.
 def tool_success(content: str) -> ToolResult:
-    return ToolResult(content=content)
+    return ToolResult(content=encodable(content))
 
 
 def tool_error(code: str, message: str) -> ToolResult:
-    return ToolResult(content=f"Error [{code}]: {message}", is_error=True, error_code=code)
+    return ToolResult(
+        content=encodable(f"Error [{code}]: {message}"), is_error=True, error_code=code
+    )
 
 
 class ToolFailure(Exception):

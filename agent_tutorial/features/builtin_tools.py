@@ -164,6 +164,10 @@ _SKIPS = (
     "what .gitignore ignores (include_ignored=true looks there too); a path you name "
     "explicitly is always searched."
 )
+_ODD_NAMES = (
+    "A byte of a name that is not UTF-8 is shown as \\xe9; pass the name to the file tools "
+    "as shown."
+)
 
 
 def search_tools(
@@ -175,7 +179,7 @@ def search_tools(
         description=(
             "Find files and directories in the workspace whose path matches a glob. Returns "
             "sorted workspace-relative paths (directories end in /), at most "
-            f"{GLOB_RESULT_LIMIT}. {_SKIPS}"
+            f"{GLOB_RESULT_LIMIT}. {_SKIPS} {_ODD_NAMES}"
         ),
         input_model=GlobInput,
         handler=partial(_glob, files),
@@ -188,7 +192,7 @@ def search_tools(
             "Search text files in the workspace for a regular expression. Returns "
             "`path:line:text` for each matching line, at most "
             f"{GREP_MATCH_LIMIT}, and stops after {grep_time_budget_s:g} s with the matches "
-            f"so far. Binary files are skipped. {_SKIPS}"
+            f"so far. Binary files are skipped. {_SKIPS} {_ODD_NAMES}"
         ),
         input_model=GrepInput,
         handler=partial(_grep, files, grep_time_budget_s),

@@ -31,6 +31,7 @@ from agent_tutorial.core.messages import (
     tool_message,
     validate_tool_pairing,
 )
+from agent_tutorial.core.text import encodable
 
 FORMAT_VERSION = 1
 INTERRUPTED_RESULT = "Error [interrupted]: the session ended before this tool call finished"
@@ -533,13 +534,13 @@ def encode_record(record: Record) -> bytes:
     try:
         return orjson.dumps(record, default=str, option=DUMP_OPTIONS)
     except orjson.JSONEncodeError:
-        # Lone surrogates (bytes a tool decoded with surrogateescape) are not valid UTF-8.
+        # A lone surrogate (a byte of a file name that is not UTF-8) is written as `\\xe9`.
         return orjson.dumps(_scrub_surrogates(record), default=str, option=DUMP_OPTIONS)
 
 
 def _scrub_surrogates(value: object) -> object:
     if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
+        return encodable(value)
     if isinstance(value, dict):
         return {key: _scrub_surrogates(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

@@ -23,6 +23,7 @@ from agent_tutorial.core.events import (
 )
 from agent_tutorial.core.messages import to_wire
 from agent_tutorial.core.model import Usage
+from agent_tutorial.core.text import plain_json
 from agent_tutorial.features.session_files import (
     DUMP_OPTIONS,
     Record,
@@ -241,29 +242,4 @@ def _encode_event(record: Record) -> bytes:
     try:
         return encode_record(record)
     except orjson.JSONEncodeError:
-        return orjson.dumps(_plain_json(record), option=DUMP_OPTIONS)
-
-
-_MAX_PLAIN_DEPTH = 64
-_INT64 = range(-(2**63), 2**64)  # what orjson writes as a number
-
-
-def _plain_json(value: object, depth: int = 0) -> object:
-    """`value` as plain JSON types: valid UTF-8 strings, string keys, 64-bit integers,
-    lists; anything else (or nested too deep) becomes its `str()`."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value if value in _INT64 else str(value)
-    if value is None or isinstance(value, bool | float):
-        return value
-    if depth < _MAX_PLAIN_DEPTH and isinstance(value, dict):
-        return {_plain_key(key): _plain_json(item, depth + 1) for key, item in value.items()}
-    if depth < _MAX_PLAIN_DEPTH and isinstance(value, list | tuple | set | frozenset):
-        return [_plain_json(item, depth + 1) for item in value]
-    return _plain_json(str(value))
-
-
-def _plain_key(key: object) -> str:
-    text = key if isinstance(key, str) else str(key)
-    return text.encode("utf-8", "replace").decode("utf-8")
+        return orjson.dumps(plain_json(record), option=DUMP_OPTIONS)
