@@ -37,6 +37,10 @@ hypothesis_settings.register_profile(
 hypothesis_settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE", "thorough" if os.environ.get("CI") else "quick")
 )
+costly_property = pytest.mark.timeout(300)
+"""For a property test whose examples are costly to draw: the thorough profile runs about a
+minute of them on two cores, past the default 60 s timeout. The profile, never the test,
+decides how many examples run."""
 
 
 @pytest.fixture

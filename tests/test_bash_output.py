@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -90,9 +91,28 @@ def test_bash_sees_no_secret_variables_unless_included(
 # --- redaction as output arrives ------------------------------------------------------------
 
 
+# Prints its arguments one after another, and before each next one waits until the reader
+# has drained the pipe: every piece reaches the reader in reads of its own, however fast or
+# loaded the machine (a controlled writer, where a pause would only make a split likely).
+DRAINING_WRITER = (
+    "import fcntl, os, struct, sys, termios, time\n"
+    "for piece in sys.argv[1:]:\n"
+    "    data = piece.encode()\n"
+    "    while data:\n"
+    "        data = data[os.write(1, data) :]\n"
+    "    while struct.unpack('i', fcntl.ioctl(1, termios.FIONREAD, bytes(4)))[0]:\n"
+    "        time.sleep(0.001)  # a polling interval: the order never depends on it\n"
+)
+
+
+def printed_in_separate_reads(*pieces: str) -> str:
+    """A command that prints `pieces` so that no read of its output takes in two of them."""
+    return shlex.join([sys.executable, "-c", DRAINING_WRITER, *pieces])
+
+
 def test_a_secret_printed_in_two_pieces_is_masked(workspace: Path) -> None:
     half = len(GITHUB_TOKEN) // 2
-    command = f"printf '{GITHUB_TOKEN[:half]}'; sleep 0.3; printf '{GITHUB_TOKEN[half:]}\\n'"
+    command = printed_in_separate_reads(GITHUB_TOKEN[:half], GITHUB_TOKEN[half:] + "\n")
 
     result = run_bash(workspace, BashSettings(redactor=Redactor({})), command=command)
 
@@ -112,14 +132,10 @@ def test_a_secret_across_the_cut_is_masked_before_the_output_is_cut(workspace: P
 
 
 def test_a_private_key_across_pipe_reads_is_masked_in_the_whole_output(workspace: Path) -> None:
-    # The pause makes the key arrive in two reads, split 700 bytes in.
+    # The key arrives in two reads, split 700 bytes in.
     body = "MIIEowIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2MXgD8bFbWq0dP7Hk3ZMAf7XwVbK\n" * 25
     key = f"-----BEGIN PRIVATE KEY-----\n{body}-----END PRIVATE KEY-----\n"
-    (workspace / "key.pem").write_text(key, encoding="utf-8")
-    command = (
-        "head -c 65500 /dev/zero | tr '\\0' a; head -c 700 key.pem; sleep 0.3; "
-        "tail -c +701 key.pem; seq 1 5000"
-    )
+    command = printed_in_separate_reads("a" * 65500 + key[:700], key[700:]) + "; seq 1 5000"
 
     result = run_bash(workspace, BashSettings(redactor=Redactor({})), command=command)
 

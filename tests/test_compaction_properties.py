@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from agent_tutorial.core.messages import (
@@ -25,6 +25,7 @@ from agent_tutorial.features.compaction import (
     snip_compact_history,
 )
 from agent_tutorial.features.compaction.index import snip_marker
+from tests.conftest import costly_property
 from tests.strategies import MessageGroup, paired_message_groups
 from tests.test_compaction_support import Recorder, counting_ids, make_manager
 
@@ -55,7 +56,7 @@ def flatten(groups: list[MessageGroup]) -> list[ChatMessage]:
     return [message for group in groups for message in group]
 
 
-@settings(max_examples=50, deadline=None)
+@costly_property
 @given(groups=histories(), layers=layer_settings())
 def test_every_layer_keeps_the_history_paired(
     groups: list[MessageGroup], layers: dict[str, Any]
@@ -77,7 +78,7 @@ def test_every_layer_keeps_the_history_paired(
         validate_tool_pairing(manager.compact_proactively(history).history)
 
 
-@settings(max_examples=80, deadline=None)
+@costly_property
 @given(
     groups=histories(),
     layers=layer_settings(),

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -45,7 +45,7 @@ from agent_tutorial.render import TerminalRenderer
 from agent_tutorial.repl import Repl
 from agent_tutorial.run_summary import RunSummary
 from agent_tutorial.testing import ScriptedModel, ScriptedReply, text_reply, tool_reply
-from tests.conftest import TEST_API_KEY
+from tests.conftest import TEST_API_KEY, costly_property
 from tests.loopback import LoopbackServer, text_stream
 from tests.strategies import MessageGroup, paired_message_groups
 from tests.test_compaction_support import (
@@ -107,7 +107,7 @@ def growing_histories(draw: st.DrawFn) -> tuple[list[MessageGroup], list[str]]:
     return groups, draw(st.lists(steps, min_size=len(groups), max_size=len(groups)))
 
 
-@settings(max_examples=60, deadline=None)
+@costly_property
 @given(case=growing_histories(), tail=st.integers(0, 6), threshold=st.sampled_from([300, 10**9]))
 def test_summaries_only_ever_cover_more_and_a_restart_prepares_the_same_request(
     case: tuple[list[MessageGroup], list[str]], tail: int, threshold: int
