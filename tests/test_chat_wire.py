@@ -120,6 +120,33 @@ def test_merging_joins_a_prompt_left_without_a_reply_to_the_next_one() -> None:
     ]
 
 
+def test_merging_keeps_each_tool_result_its_own_message() -> None:
+    # Only user turns are joined: two results of one batch are adjacent too, and each must
+    # keep its tool_call_id, or the server cannot pair them with the calls.
+    second = tool_call("call_2", "read_file", '{"path": "a.py"}')
+    history = [
+        user_message("look"),
+        assistant_message(None, [CALL, second]),
+        tool_message("a.py", "call_1"),
+        tool_message("print(1)", "call_2"),
+        system_message("Reminder: plan"),
+    ]
+
+    wire = wire_messages(history, merge_reminders=True)
+
+    assert wire[2:] == [
+        to_wire(tool_message("a.py", "call_1")),
+        to_wire(tool_message("print(1)", "call_2")),
+        {"role": "user", "content": system_reminder("Reminder: plan")},
+    ]
+
+
+def test_merging_keeps_two_assistant_replies_apart() -> None:
+    history = [user_message("go"), assistant_message("one"), assistant_message("two")]
+
+    assert wire_messages(history, merge_reminders=True) == [to_wire(m) for m in history]
+
+
 def test_without_merging_two_turns_of_the_user_stay_apart() -> None:
     history = [user_message("one"), user_message("two")]
 

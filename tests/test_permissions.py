@@ -218,6 +218,43 @@ def test_strictest_of_several_matching_rules_wins(workspace: Path) -> None:
     assert "push" in record.reason
 
 
+def test_path_allow_rule_does_not_allow_a_path_that_leaves_its_prefix_by_dotdot(
+    workspace: Path,
+) -> None:
+    # `docs/../src/x` starts with `docs/` as written; the rule is held to the real path.
+    (workspace / "docs").mkdir()
+    rule = PermissionRule(tool="write_file", pattern="^docs/", behavior="allow")
+    policy = PermissionPolicy(Workspace(workspace), rules=[rule])
+
+    assert policy.decide(parse("write_file", path="docs/../src/x")).decision == "ask"
+    assert policy.decide(parse("write_file", path="docs/x")).decision == "allow"
+
+
+@pytest.mark.parametrize("separator", ["\n", "\r", "\r\n"])
+def test_bash_allow_rule_does_not_cover_a_second_line(workspace: Path, separator: str) -> None:
+    # A newline runs a second command; a carriage return can hide it on the terminal.
+    rule = PermissionRule(tool="bash", pattern="^git status", behavior="allow")
+    policy = PermissionPolicy(Workspace(workspace), rules=[rule])
+
+    chained = policy.decide(parse("bash", command=f"git status{separator}rm -rf ~"))
+
+    assert (chained.decision, chained.source) == ("ask", "default")
+
+
+@pytest.mark.parametrize("command", ["git push; ls", "ls; git push", "ls;git push --force"])
+def test_ask_rule_in_auto_mode_still_asks_for_a_chained_command(
+    workspace: Path, command: str
+) -> None:
+    # Chaining narrows only what an allow rule covers: an ask rule applies to any part.
+    rule = PermissionRule(tool="bash", pattern=r"(^|;\s*)git push", behavior="ask")
+    policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule])
+
+    record = policy.decide(parse("bash", command=command))
+
+    assert (record.decision, record.source) == ("ask", "rule")
+    assert policy.decide(parse("bash", command="ls; git pull")).decision == "allow"
+
+
 def test_rule_with_a_bad_regex_is_a_clear_config_error() -> None:
     with pytest.raises(ValidationError, match=r"'\(unclosed' is not a valid regex"):
         PermissionRule(tool="bash", pattern="(unclosed", behavior="allow")

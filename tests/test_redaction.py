@@ -122,6 +122,16 @@ def test_known_secrets_come_from_secret_looking_names_of_8_or_more_characters() 
     }
 
 
+@pytest.mark.parametrize(("value", "masked"), [("k" * 7, False), ("k" * 8, True), ("k" * 9, True)])
+def test_a_secret_value_is_known_from_8_characters(value: str, masked: bool) -> None:
+    # Shorter values are placeholders such as "EMPTY"; masking them would mangle words.
+    from_environment = known_secrets([{"DB_PASSWORD": value}], api_key=None, api_key_name="K")
+    from_the_key_in_use = known_secrets([], api_key=value, api_key_name="OPENAI_API_KEY")
+
+    assert (value in from_environment) is masked
+    assert (value in from_the_key_in_use) is masked
+
+
 def test_the_base_url_and_model_name_are_never_secrets() -> None:
     environment = {"PROXY_TOKEN_URL": "http://127.0.0.1:8080/v1", "MODEL_KEY": "qwen2.5-coder"}
 

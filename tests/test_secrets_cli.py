@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.conftest import TEST_API_KEY, RunCli
-from tests.loopback import LoopbackServer, text_stream, tool_stream
+from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
 
 PLANTED_ENVIRONMENT = {
     "SERVICE_API_TOKEN": "planted-env-token-5f1c2e9a",
@@ -327,3 +328,20 @@ def test_secrets_a_post_tool_use_hook_adds_count_as_redactions(
     assert run.exit_code == 0, run.stderr
     # PreToolUse context (3) + PostToolUse replaced output (3) and its context (3).
     assert orjson.loads(run.stdout)["usage"]["redactions"] == 9
+
+
+@pytest.mark.parametrize(
+    ("key", "masked"), [("Zq7xW2p", False), ("Zq7xW2pL", True), ("Zq7xW2pLm", True)]
+)
+def test_an_api_key_the_server_echoes_in_its_error_is_masked_from_8_characters(
+    loopback: LoopbackServer, run_cli: RunCli, key: str, masked: bool
+) -> None:
+    # A shorter key is a placeholder such as "EMPTY"; masking it would mangle the words.
+    echoed = {"error": {"message": f"Incorrect API key provided: {key}. Check it."}}
+    loopback.queue(error_reply(401, echoed))
+
+    run = run_cli("run", "--chapter", "1", "--prompt", "hi", env={"OPENAI_API_KEY": key})
+
+    assert run.exit_code == 1
+    assert "Incorrect API key provided" in run.stderr
+    assert (key in run.stderr) is not masked, run.stderr
