@@ -124,7 +124,7 @@ def test_merging_keeps_each_tool_result_its_own_message() -> None:
     # Only user turns are joined: two results of one batch are adjacent too, and each must
     # keep its tool_call_id, or the server cannot pair them with the calls.
     second = tool_call("call_2", "read_file", '{"path": "a.py"}')
-    history = [
+    history: list[ChatMessage] = [
         user_message("look"),
         assistant_message(None, [CALL, second]),
         tool_message("a.py", "call_1"),
@@ -142,7 +142,11 @@ def test_merging_keeps_each_tool_result_its_own_message() -> None:
 
 
 def test_merging_keeps_two_assistant_replies_apart() -> None:
-    history = [user_message("go"), assistant_message("one"), assistant_message("two")]
+    history: list[ChatMessage] = [
+        user_message("go"),
+        assistant_message("one"),
+        assistant_message("two"),
+    ]
 
     assert wire_messages(history, merge_reminders=True) == [to_wire(m) for m in history]
 
@@ -177,3 +181,9 @@ def test_the_adapter_defaults_are_the_documented_settings() -> None:
     assert options.send_tool_choice is settings.send_tool_choice is True
     assert options.stream is settings.stream is True
     assert options.merge_reminders is settings.merge_reminders is False
+
+
+def test_an_output_cap_below_one_token_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^max_output_tokens must be >= 1, got 0$"):
+        WireOptions(max_output_tokens=0)
+    assert WireOptions(max_output_tokens=1).max_output_tokens == 1

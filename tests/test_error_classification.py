@@ -395,3 +395,71 @@ def test_key_shaped_tokens_are_masked(message: str) -> None:
 
     assert "AbCdEfGhIjKlMnOpQrStUv" not in str(error)
     assert "[redacted]" in str(error)
+
+
+def test_a_refused_key_is_told_apart_from_a_rejected_one() -> None:
+    error = classify_error(403, {"message": "forbidden"}, "Error code: 403")
+
+    assert str(error) == "the endpoint refused access with this API key (403): forbidden"
+
+
+@pytest.mark.parametrize(
+    ("code", "shown"),
+    [
+        (399, "the endpoint reported an error: failed"),
+        (400, "the endpoint rejected the request (400): failed"),
+        (599, "the endpoint failed (599): failed"),
+        (600, "the endpoint reported an error: failed"),
+    ],
+)
+def test_a_code_in_an_error_event_is_a_status_only_from_400_to_599(code: int, shown: str) -> None:
+    error = classify_error(None, {"message": "failed", "code": code}, "failed")
+
+    assert str(error) == shown
+
+
+def test_a_msg_field_is_read_when_there_is_no_message_or_detail() -> None:
+    error = classify_error(400, {"error": {"msg": "tools: unsupported"}}, "Error code: 400")
+
+    assert str(error) == "the endpoint rejected the request (400): tools: unsupported"
+
+
+def test_a_message_that_is_not_text_gives_way_to_the_next_field() -> None:
+    body = {"error": {"message": {"nested": "object"}, "detail": "the real reason"}}
+
+    error = classify_error(400, body, "Error code: 400")
+
+    assert str(error) == "the endpoint rejected the request (400): the real reason"
+
+
+def test_a_marker_in_a_field_of_its_own_is_read_as_a_word() -> None:
+    # Fields are joined with spaces: the rate-limit unit `tpm` stands alone in `code`.
+    body = {"error": {"message": "Request too large", "code": "tpm"}}
+
+    assert isinstance(classify_error(413, body, "Error code: 413"), RateLimitError)
+
+
+def nested(depth: int, innermost: object, *, in_lists: bool) -> object:
+    """`innermost` inside `depth` containers (dicts, or lists when `in_lists`)."""
+    value = innermost
+    for _ in range(depth):
+        value = [value] if in_lists else {"inner": value}
+    return value
+
+
+@pytest.mark.parametrize("in_lists", [False, True])
+def test_markers_are_looked_for_five_containers_deep_and_no_deeper(in_lists: bool) -> None:
+    # Deep enough for OpenRouter's upstream error under `error.metadata.raw`; a bound, so
+    # a hostile body cannot make the search recurse without end.
+    found = classify_error(400, nested(5, "rate limit reached", in_lists=in_lists), "E")
+    too_deep = classify_error(400, nested(6, "rate limit reached", in_lists=in_lists), "E")
+
+    assert isinstance(found, RateLimitError)
+    assert type(too_deep) is BadRequestError
+
+
+@pytest.mark.parametrize(("length", "shown"), [(300, "x" * 300), (301, "x" * 299 + "…")])
+def test_a_detail_is_cut_to_300_characters_with_an_ellipsis(length: int, shown: str) -> None:
+    error = classify_error(400, {"message": "x" * length}, "Error code: 400")
+
+    assert str(error) == f"the endpoint rejected the request (400): {shown}"

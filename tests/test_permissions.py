@@ -149,8 +149,27 @@ def test_mode_default_for_each_effect(workspace: Path, mode: str, tool: str, exp
     assert (record.decision, record.source) == (expected, "default")
 
 
+@pytest.mark.parametrize(
+    ("mode", "tool", "reason"),
+    [
+        ("ask", "read_file", "read tools are allowed in permission mode 'ask'"),
+        ("ask", "write_file", "write tools need approval in permission mode 'ask'"),
+        ("accept-edits", "bash", "execute tools need approval in permission mode 'accept-edits'"),
+        ("auto", "bash", "execute tools are allowed in permission mode 'auto'"),
+    ],
+)
+def test_a_mode_default_says_which_effect_and_mode_decided(
+    workspace: Path, mode: str, tool: str, reason: str
+) -> None:
+    policy = PermissionPolicy(Workspace(workspace), mode=mode)  # type: ignore[arg-type]
+    arguments = {"command": "ls"} if tool == "bash" else {"path": "notes.txt"}
+
+    assert policy.decide(parse(tool, **arguments)).reason == reason
+
+
 def test_unknown_mode_is_rejected_at_construction(workspace: Path) -> None:
-    with pytest.raises(ValueError, match="'yolo'"):
+    expected = "permission mode must be one of ('ask', 'accept-edits', 'auto'), got 'yolo'"
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
         PermissionPolicy(Workspace(workspace), mode="yolo")  # type: ignore[arg-type]
 
 
@@ -253,6 +272,44 @@ def test_ask_rule_in_auto_mode_still_asks_for_a_chained_command(
 
     assert (record.decision, record.source) == ("ask", "rule")
     assert policy.decide(parse("bash", command="ls; git pull")).decision == "allow"
+
+
+@pytest.mark.parametrize(
+    ("rule", "described"),
+    [
+        (PermissionRule(tool="bash", behavior="allow"), "rule tool='bash' behavior='allow'"),
+        (
+            PermissionRule(tool="*", pattern="^rm ", behavior="deny"),
+            "rule tool='*' pattern='^rm ' behavior='deny'",
+        ),
+    ],
+)
+def test_a_rule_describes_itself_as_it_was_written(rule: PermissionRule, described: str) -> None:
+    assert rule.describe() == described
+
+
+def test_a_read_rule_also_matches_the_normalised_workspace_path(workspace: Path) -> None:
+    rule = PermissionRule(tool="read_file", pattern="^secrets/", behavior="deny")
+    policy = PermissionPolicy(Workspace(workspace), rules=[rule])
+
+    assert policy.decide(parse("read_file", path="./secrets/key")).decision == "deny"
+    assert policy.decide(parse("read_file", path="src/../secrets/key")).decision == "deny"
+
+
+def test_a_bash_command_is_never_looked_up_as_a_path(workspace: Path) -> None:
+    # A word longer than a file name may be would make the lookup fail (ENAMETOOLONG).
+    policy = PermissionPolicy(Workspace(workspace), mode="auto")
+
+    assert policy.decide(parse("bash", command="echo " + "a" * 300)).decision == "allow"
+
+
+def test_a_write_with_an_empty_path_is_looked_up_as_the_workspace_itself(workspace: Path) -> None:
+    # The boundary check needs a location for every write: "" is the workspace root.
+    policy = PermissionPolicy(Workspace(workspace))
+
+    record = policy.decide(parse("write_file", path=""))
+
+    assert (record.decision, record.source) == ("ask", "default")
 
 
 def test_rule_with_a_bad_regex_is_a_clear_config_error() -> None:
@@ -390,6 +447,82 @@ def test_approval_request_carries_the_call(workspace: Path) -> None:
     assert "write" in request.reason
 
 
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("yes", "the user approved this call"),
+        ("always", "the user approved this for the session"),
+    ],
+)
+def test_an_approval_is_recorded_as_the_users_with_its_reach(
+    workspace: Path, answer: ApprovalAnswer, reason: str
+) -> None:
+    policy = PermissionPolicy(Workspace(workspace), approver=ScriptedApprover(answer))
+
+    record = policy.authorize(parse("bash", command="make"))
+
+    assert (record.decision, record.reason, record.source) == ("allow", reason, "user")
+
+
+def test_a_remembered_approval_says_so(workspace: Path) -> None:
+    policy = PermissionPolicy(Workspace(workspace), approver=ScriptedApprover("always"))
+    policy.authorize(parse("write_file", path="a.txt"))
+
+    record = policy.decide(parse("write_file", path="b.txt"))
+
+    assert (record.decision, record.reason) == ("allow", "the user approved this for the session")
+
+
+@pytest.mark.parametrize(
+    ("tool", "rules", "remedy"),
+    [
+        ("bash", [], "re-run with --permission-mode auto (or add an allow rule) to permit it"),
+        (
+            "write_file",
+            [],
+            "re-run with --permission-mode accept-edits or --permission-mode auto "
+            "(or add an allow rule) to permit it",
+        ),
+        (
+            "write_file",
+            [PermissionRule(tool="write_file", behavior="ask")],
+            "run it interactively to approve it, or change the rule or hook that asks",
+        ),
+    ],
+)
+def test_without_a_terminal_the_denial_says_what_the_user_can_do(
+    workspace: Path, tool: str, rules: list[PermissionRule], remedy: str
+) -> None:
+    policy = PermissionPolicy(Workspace(workspace), rules=rules)
+    arguments = {"command": "make"} if tool == "bash" else {"path": "a.txt"}
+
+    record = policy.authorize(parse(tool, **arguments))
+
+    assert record.reason.endswith(f"so it was denied. The user must {remedy}.")
+
+
+def test_stricter_advice_replaces_the_policys_decision(workspace: Path) -> None:
+    policy = PermissionPolicy(Workspace(workspace))
+    hook = DecisionRecord("deny", "the hook says no", "hook", "write_file", "a.txt", "call_1")
+
+    assert policy.authorize(parse("write_file", path="a.txt"), advice=hook) == hook
+
+
+@pytest.mark.parametrize("advice", ["ask", "allow"])
+def test_advice_no_stricter_than_the_policy_leaves_its_record(
+    workspace: Path, advice: Decision
+) -> None:
+    # The policy asks for a write in ask mode; on a tie its own reason stands, and advice
+    # never loosens it. Without a terminal the denial quotes the reason that stood.
+    policy = PermissionPolicy(Workspace(workspace))
+    hook = DecisionRecord(advice, "the hook says so", "hook", "write_file", "a.txt", "call_1")
+
+    record = policy.authorize(parse("write_file", path="a.txt"), advice=hook)
+
+    assert (record.decision, record.source) == ("deny", "no-terminal")
+    assert "(write tools need approval in permission mode 'ask')" in record.reason
+
+
 def test_user_saying_no_denies_with_a_reason_the_model_can_read(workspace: Path) -> None:
     policy = PermissionPolicy(Workspace(workspace), approver=ScriptedApprover("no"))
     result = policy.before_call(parse("bash", command="make deploy"))
@@ -439,9 +572,9 @@ def test_every_final_decision_is_reported(workspace: Path) -> None:
     )
     policy.before_call(parse("read_file", "call_a", path="a.txt"))
     policy.before_call(parse("bash", "call_b", command="make"))
-    assert [(r.call_id, r.tool_name, r.decision, r.source) for r in seen] == [
-        ("call_a", "read_file", "allow", "default"),
-        ("call_b", "bash", "deny", "user"),
+    assert [(r.call_id, r.tool_name, r.subject, r.decision, r.source) for r in seen] == [
+        ("call_a", "read_file", "a.txt", "allow", "default"),
+        ("call_b", "bash", "make", "deny", "user"),
     ]
 
 

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.redaction import (
+    MAX_HELD_CHARS,
     STREAM_BATCH_CHARS,
+    Redacted,
     Redactor,
     dotenv_secrets_source,
     known_secrets,
@@ -56,6 +58,24 @@ def test_a_value_containing_another_is_masked_whole() -> None:
     redactor = Redactor({"abcdefgh": "SHORT_KEY", "abcdefgh-and-more": "LONG_KEY"})
 
     assert redactor.redact("x abcdefgh-and-more y").text == "x [REDACTED:LONG_KEY] y"
+
+
+def test_plain_text_comes_back_as_it_was() -> None:
+    assert shapes_only().redact("nothing to see") == Redacted("nothing to see", 0)
+
+
+def test_a_known_value_starting_inside_a_rejected_token_is_still_masked() -> None:
+    # "sk-…" right after a letter is no API key; the scan goes on from the next character,
+    # where a known value begins.
+    redactor = Redactor({"k-" + "A" * 20: "ODD_KEY"})
+
+    assert redactor.redact("ask-" + "A" * 20).text == "as[REDACTED:ODD_KEY]"
+
+
+def test_a_rejected_token_does_not_end_the_scan() -> None:
+    text = f"xghp_{'B' * 20} then {GITHUB_TOKEN}"
+
+    assert shapes_only().redact(text).text == f"xghp_{'B' * 20} then [REDACTED:github_token]"
 
 
 @pytest.mark.parametrize(
@@ -252,3 +272,69 @@ def test_text_after_a_private_key_cut_short_survives() -> None:
     after = "\n\nerror: build failed at step 3, see the log. Exit code 1\n"
 
     assert shapes_only().redact(cut + after).text == "[REDACTED:private_key]" + after
+
+
+def test_a_stream_holds_back_the_longest_known_value_whatever_its_name_sorts_as() -> None:
+    # "aaaa…" sorts before "zzzz…" but is longer: the hold must be its length.
+    stream = Redactor({"zzzzzzzz": "SHORT", "aaaabbbbcccc": "LONG"}).stream(
+        overlap_chars=0, batch_chars=0
+    )
+
+    out = stream.feed("aaaabbbbcc") + stream.feed("cc") + stream.finish()
+
+    assert out == "[REDACTED:LONG]"
+
+
+def test_a_stream_asked_to_hold_nothing_back_releases_each_piece_whole() -> None:
+    stream = shapes_only().stream(overlap_chars=0, batch_chars=0)
+
+    assert stream.feed("abc") == "abc"
+
+
+def test_a_stream_scans_once_the_overlap_and_a_batch_have_arrived() -> None:
+    stream = shapes_only().stream(overlap_chars=4, batch_chars=4)
+
+    assert stream.feed("1234567") == ""
+    assert stream.feed("8") == "1234"  # the last 4 stay held back
+    assert stream.finish() == "5678"
+
+
+def test_a_secret_at_the_very_end_of_a_stream_is_masked_when_it_finishes() -> None:
+    stream = shapes_only().stream()
+
+    assert stream.feed("key " + GITHUB_TOKEN) + stream.finish() == "key [REDACTED:github_token]"
+
+
+def test_a_secret_well_before_the_hold_line_is_released_masked() -> None:
+    stream = shapes_only().stream(overlap_chars=10, batch_chars=0)
+
+    released = stream.feed(GITHUB_TOKEN + " " + "x" * 50)
+
+    assert released == "[REDACTED:github_token] " + "x" * 40
+
+
+def test_a_private_key_starting_right_at_the_hold_line_waits_for_the_rest() -> None:
+    # The first piece ends with the key's first line and its newline; the key matches
+    # there only as a key cut short, which must not be released before the rest arrives.
+    first = PEM_BLOCK[:97]  # the BEGIN line and one line of base64, newline included
+    stream = shapes_only().stream(overlap_chars=len(first), batch_chars=0)
+
+    out = stream.feed("x" * 10 + first) + stream.feed(PEM_BLOCK[97:] + "\ndone") + stream.finish()
+
+    assert out == "x" * 10 + "[REDACTED:private_key]\ndone"
+
+
+@pytest.mark.parametrize(
+    ("token_chars", "out"),
+    [
+        (MAX_HELD_CHARS, "x [REDACTED:github_token]"),
+        (MAX_HELD_CHARS + 1, "x [REDACTED:github_token]BBBB"),
+    ],
+)
+def test_a_growing_token_is_held_back_up_to_the_limit_then_masked_as_it_stands(
+    token_chars: int, out: str
+) -> None:
+    stream = shapes_only().stream(overlap_chars=1, batch_chars=0)
+    token = "ghp_" + "A" * (token_chars - 4)
+
+    assert stream.feed("x " + token) + stream.feed("BBBB") + stream.finish() == out

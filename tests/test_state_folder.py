@@ -137,6 +137,15 @@ def test_read_file_refuses_the_state_folder_outside_artifacts_and_skills(
     assert KEY not in result.content
 
 
+def test_the_refusal_names_the_only_folders_tools_may_read(workspace: Path, state: Path) -> None:
+    result = run_tool(workspace, "read_file", path=".agent_tutorial/config.toml")
+
+    assert result.content.endswith(
+        ".agent_tutorial/ holds the agent's own settings, keys and sessions; "
+        "tools may read only .agent_tutorial/artifacts/ and .agent_tutorial/skills/ in it"
+    )
+
+
 def test_read_file_refuses_the_state_folder_by_another_name(
     workspace: Path, renamed_state: Path
 ) -> None:

@@ -245,12 +245,9 @@ class PermissionPolicy:
     ) -> tuple[str, ...]:
         """The raw subject, and for paths also the workspace-relative real path, so a deny
         rule on `^secrets/` also catches `./secrets/x` and `/abs/workspace/secrets/x`."""
-        subject = parsed.subject
-        if parsed.tool.effect == "execute" or not subject:
-            return (subject,)
-        if not isinstance(location, Location):  # outside the workspace
-            return (subject,)
-        return (subject, location.relative.as_posix())
+        if not isinstance(location, Location):  # a command, no subject, or outside the workspace
+            return (parsed.subject,)
+        return (parsed.subject, location.relative.as_posix())
 
     def _default_decision(self, parsed: ParsedCall) -> DecisionRecord:
         effect = parsed.tool.effect
