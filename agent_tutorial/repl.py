@@ -277,7 +277,7 @@ class Repl:
             ),
         ]
         if agent.compaction is not None:
-            share = request_bytes / agent.compaction.summary_threshold_bytes
+            share = _share(request_bytes, agent.compaction.summary_threshold_bytes)
             parts.append(ToolbarPart(f"{share:.0%} of summary", _fill_style(share), keep=7))
             counts = " ".join(
                 f"{layer} {stats['events']}"
@@ -341,7 +341,7 @@ class Repl:
         table.add_row("context window", _window_text(agent.context_meter.window))
         if agent.compaction is not None:
             threshold = agent.compaction.summary_threshold_bytes
-            share = request_bytes / threshold
+            share = _share(request_bytes, threshold)
             table.add_row("summary threshold", f"{format_bytes(threshold)} ({share:.0%} used)")
             self._add_compaction_rows(table)
         artifacts = list_artifacts(self.conversation.setup.workspace)
@@ -495,6 +495,12 @@ def _history(workspace: Path) -> History:
 
 def _plain_file_or_missing(path: Path) -> bool:
     return not path.is_symlink() and (path.is_file() or not path.exists())
+
+
+def _share(request_bytes: int, threshold_bytes: int) -> float:
+    """How full the request is; a window too small for even the system prompt and the tool
+    schemas leaves a threshold of 0, which is full however little is sent."""
+    return request_bytes / threshold_bytes if threshold_bytes > 0 else 1.0
 
 
 def _fill_style(share: float) -> str:

@@ -697,11 +697,26 @@ def test_compact_ends_with_its_own_totals_and_the_next_turn_counts_only_its_own(
     assert totals[0] < compacted  # printed by /compact, not by the turn after it
 
 
+def test_a_window_too_small_for_the_system_prompt_shows_a_full_context_not_a_crash(
+    make_repl: MakeRepl, workspace: Path
+) -> None:
+    (workspace / ".agent_tutorial").mkdir(exist_ok=True)
+    (workspace / ".agent_tutorial" / "config.toml").write_text("context_window_tokens = 2000\n")
+    harness = make_repl(chapter=8)
+    compaction = harness.conversation.agent.compaction
+    assert compaction is not None and compaction.summary_threshold_bytes == 0
+
+    harness.drive("/context")
+
+    assert "100% of summary" in toolbar_text(harness.repl)
+    assert "(100% used)" in harness.stdout.getvalue()
+
+
 def test_with_a_small_window_a_smaller_paste_gets_the_warning(
     make_repl: MakeRepl, loopback: LoopbackServer, workspace: Path
 ) -> None:
     (workspace / ".agent_tutorial").mkdir(exist_ok=True)
-    (workspace / ".agent_tutorial" / "config.toml").write_text("context_window_tokens = 4000\n")
+    (workspace / ".agent_tutorial" / "config.toml").write_text("context_window_tokens = 6000\n")
     harness = make_repl(chapter=8)
     compaction = harness.conversation.agent.compaction
     assert compaction is not None
