@@ -37,7 +37,11 @@ from agent_tutorial.features.compaction import (
     HistorySummarizer,
     ModelHistorySummarizer,
 )
-from agent_tutorial.features.compaction.budget import WindowAccounting, WindowSize
+from agent_tutorial.features.compaction.budget import (
+    TokenCalibration,
+    WindowAccounting,
+    WindowSize,
+)
 from agent_tutorial.features.context_window import (
     ContextMeter,
     MeteredModel,
@@ -192,7 +196,9 @@ def _add_compaction(
     system_prompt: str,
 ) -> ModelClient:
     """Chapter 8: the compaction manager becomes the runner's context. Returns the model
-    the runner should call: metered, so that each reply calibrates bytes per token."""
+    the runner should call: metered, so that each reply calibrates bytes per token (by the
+    numbers of `[compaction]`, for the meter's estimates too)."""
+    agent.context_meter.calibration = TokenCalibration(deps.settings.compaction)
     model = MeteredModel(deps.model, agent.context_meter)
     summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(model, deps.events))
     if hooks is not None:

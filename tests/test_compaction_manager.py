@@ -391,6 +391,18 @@ def test_three_failures_in_a_row_switch_automatic_summaries_off(workspace: Path)
     )
 
 
+def test_the_breaker_opens_after_the_configured_number_of_failures(workspace: Path) -> None:
+    summarizer = FakeSummarizer([failure()])
+    recorder = Recorder()
+    manager = make_manager(workspace, summarizer, recorder=recorder, summary_failure_limit=2)
+    history: list[ChatMessage] = [user_message("go")]
+
+    prepare_growing(manager, history, 4)
+
+    assert len(summarizer.calls) == 2
+    assert "after 2 failures in a row" in recorder.notices()[-1].text
+
+
 def test_each_prepare_makes_at_most_one_summary_attempt(workspace: Path) -> None:
     summarizer = FakeSummarizer([failure()])
     manager = make_manager(workspace, summarizer)
@@ -566,6 +578,24 @@ def test_recover_from_overflow_falls_back_to_an_extractive_summary(workspace: Pa
     (event,) = recorder.applied("reactive")
     assert event.details["summary_content"] == recovered[0].content
     assert event.details["covered_messages"] == len(history) - 10
+
+
+def test_the_fallback_summary_keeps_to_the_managers_limits(workspace: Path) -> None:
+    manager = make_manager(workspace, FakeSummarizer([failure()]), extractive_goal_chars=5)
+
+    recovered = manager.recover_from_overflow(history_with(9, "out", prompt="Fix the test"))
+
+    assert '"current_goal":"Fix …"' in str(recovered[0].content)
+
+
+def test_without_window_accounting_the_manager_calibrates_by_its_settings(
+    workspace: Path,
+) -> None:
+    settings = CompactionSettings(context_window_tokens=8_000, initial_bytes_per_token=4.0)
+
+    manager = CompactionManager(workspace, FakeSummarizer(), settings)
+
+    assert manager.summary_threshold_bytes == 24_000  # 6,000 prompt tokens at 4 B
 
 
 def test_recover_from_overflow_uses_the_summarizer_while_it_works(workspace: Path) -> None:

@@ -27,7 +27,7 @@ from agent_tutorial.features.compaction.cache_aware import (
 from agent_tutorial.features.compaction.layers import strategy_for
 from agent_tutorial.features.compaction.persist import settings_for_budget
 from agent_tutorial.features.compaction.seed import SeedStrategy
-from agent_tutorial.features.compaction.settings import SHARE_FIELDS, share_of
+from agent_tutorial.features.compaction.settings import COUNT_FIELDS, SHARE_FIELDS, share_of
 
 
 def with_setting(name: str, value: Any) -> CompactionSettings:
@@ -78,8 +78,78 @@ def test_every_share_is_checked() -> None:
 def test_the_default_shares_are_the_chapters() -> None:
     settings = CompactionSettings()
 
-    assert [getattr(settings, name) for name in SHARE_FIELDS] == [0.25, 0.5, 0.25, 0.5, 0.2, 0.75]
+    shares = [getattr(settings, name) for name in SHARE_FIELDS]
+    assert shares == [0.25, 0.5, 0.25, 0.3, 0.5, 0.2, 0.75]
     assert settings.reminder_allowance_bytes == 2_000
+
+
+def test_every_count_is_checked() -> None:
+    counts = {field.name for field in fields(CompactionSettings) if field.type == "Count"}
+
+    assert set(COUNT_FIELDS) == counts
+
+
+@pytest.mark.parametrize("name", COUNT_FIELDS)
+def test_a_limit_of_one_is_the_least(name: str) -> None:
+    assert getattr(with_setting(name, 1), name) == 1
+    with pytest.raises(ValueError, match=name):
+        with_setting(name, 0)
+
+
+@pytest.mark.parametrize(
+    ("low", "initial", "high"), [(1.0, 3.5, 8.0), (3.5, 3.5, 3.5), (0.001, 0.001, 100.0)]
+)
+def test_bytes_per_token_start_inside_their_plausible_range(
+    low: float, initial: float, high: float
+) -> None:
+    settings = CompactionSettings(
+        min_bytes_per_token=low, initial_bytes_per_token=initial, max_bytes_per_token=high
+    )
+
+    assert TokenCalibration(settings).bytes_per_token == initial
+
+
+@pytest.mark.parametrize(
+    ("low", "initial", "high"), [(0, 3.5, 8.0), (-1, 3.5, 8.0), (3.6, 3.5, 8.0), (1.0, 8.1, 8.0)]
+)
+def test_bytes_per_token_outside_their_order_are_a_value_error(
+    low: float, initial: float, high: float
+) -> None:
+    with pytest.raises(ValueError, match="bytes_per_token"):
+        CompactionSettings(
+            min_bytes_per_token=low, initial_bytes_per_token=initial, max_bytes_per_token=high
+        )
+
+
+CALIBRATING = CompactionSettings(
+    initial_bytes_per_token=4.0,
+    calibration_share=0.5,
+    min_bytes_per_token=2.0,
+    max_bytes_per_token=6.0,
+)
+
+
+def test_one_measurement_makes_up_its_share_of_the_estimate() -> None:
+    calibration = TokenCalibration(CALIBRATING)
+
+    calibration.observe(request_bytes=6_000, prompt_tokens=1_000)  # 6 B a token
+
+    assert calibration.bytes_per_token == 5.0
+    assert calibration.observations == 1
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "counted"), [(2_000, True), (1_999, False), (6_000, True), (6_001, False)]
+)
+def test_a_measurement_outside_the_plausible_range_is_ignored(
+    request_bytes: int, counted: bool
+) -> None:
+    calibration = TokenCalibration(CALIBRATING)
+
+    calibration.observe(request_bytes=request_bytes, prompt_tokens=1_000)
+
+    assert calibration.observations == int(counted)
+    assert (calibration.bytes_per_token != 4.0) == (counted and request_bytes != 4_000)
 
 
 # --- the window's byte budget ------------------------------------------------------------

@@ -22,6 +22,7 @@ from agent_tutorial.features.compaction import (
     COMPACTED_TOOL_RESULT,
     SUMMARY_SYSTEM_PROMPT,
     CompactionError,
+    CompactionSettings,
     CompactionSummary,
     ExtractiveSummarizer,
     ModelHistorySummarizer,
@@ -383,3 +384,89 @@ def test_history_to_summarize_keeps_the_latest_group_even_when_it_alone_is_too_l
     history = groups_of_100_bytes(3)
 
     assert history_to_summarize(history, 10) == tuple(history[-1:])
+
+
+# --- the extractive summary's limits ---------------------------------------------------------
+
+
+def bash_results(count: int, text: str = "") -> list[ChatMessage]:
+    history: list[ChatMessage] = [user_message("go")]
+    for number in range(count):
+        history.append(assistant_message(None, [tool_call(f"c{number}", "bash", "{}")]))
+        history.append(tool_message(f"{number}{text}", f"c{number}"))
+    return history
+
+
+def test_extractive_findings_are_the_latest_six_or_as_many_as_set() -> None:
+    history = bash_results(20)
+
+    assert ExtractiveSummarizer().summarize(history).key_findings == tuple(
+        f"bash: {number}" for number in range(14, 20)
+    )
+    limited = ExtractiveSummarizer(CompactionSettings(extractive_max_findings=2))
+    assert limited.summarize(history).key_findings == ("bash: 18", "bash: 19")
+
+
+@pytest.mark.parametrize(("length", "clipped"), [(200, False), (201, True)])
+def test_an_extractive_item_is_cut_at_two_hundred_characters(length: int, clipped: bool) -> None:
+    text = "x" * (length - len("bash: 0"))
+
+    (finding,) = ExtractiveSummarizer().summarize(bash_results(1, text)).key_findings
+
+    assert len(finding) == 200
+    assert finding.endswith("…") == clipped
+
+
+@pytest.mark.parametrize(("length", "clipped"), [(1_000, False), (1_001, True)])
+def test_the_extractive_goal_is_cut_at_a_thousand_characters(length: int, clipped: bool) -> None:
+    goal = ExtractiveSummarizer().summarize([user_message("g" * length)]).current_goal
+
+    assert len(goal) == 1_000
+    assert goal.endswith("…") == clipped
+
+
+def test_configured_extractive_lengths_apply() -> None:
+    summarizer = ExtractiveSummarizer(
+        CompactionSettings(extractive_goal_chars=5, extractive_item_chars=8)
+    )
+
+    assert summarizer.summarize(bash_results(1, "x" * 50)).key_findings == ("bash: 0…",)
+    assert summarizer.summarize([user_message("goals")]).current_goal == "goals"
+    assert summarizer.summarize([user_message("goal!!")]).current_goal == "goal…"
+
+
+def file_reads(count: int) -> list[ChatMessage]:
+    history: list[ChatMessage] = [user_message("go")]
+    for number in range(count):
+        call = tool_call(f"r{number}", "read_file", f'{{"path": "f{number}.py"}}')
+        history += [assistant_message(None, [call]), tool_message("text", f"r{number}")]
+    return history
+
+
+def test_extractive_files_are_the_latest_twenty_or_as_many_as_set() -> None:
+    files = ExtractiveSummarizer().summarize(file_reads(25)).files_read_or_changed
+
+    assert files == tuple(f"f{number}.py" for number in range(5, 25))
+    limited = ExtractiveSummarizer(CompactionSettings(extractive_max_files=1))
+    assert limited.summarize(file_reads(3)).files_read_or_changed == ("f2.py",)
+
+
+def test_extractive_remaining_work_is_the_first_ten_open_todos_or_as_many_as_set() -> None:
+    steps = [(f"step {number}", "pending") for number in range(12)]
+    history = [user_message("go"), todo_call("t1", *steps), tool_message("ok", "t1")]
+
+    remaining = ExtractiveSummarizer().summarize(history).remaining_work
+
+    assert remaining == tuple(f"step {number}" for number in range(10))
+    limited = ExtractiveSummarizer(CompactionSettings(extractive_max_remaining=1))
+    assert limited.summarize(history).remaining_work == ("step 0",)
+
+
+def test_extractive_constraints_are_the_latest_six_earlier_requests_or_as_many_as_set() -> None:
+    history = [user_message(f"rule {number}") for number in range(10)]
+
+    constraints = ExtractiveSummarizer().summarize(history).user_constraints
+
+    assert constraints == tuple(f"rule {number}" for number in range(3, 9))
+    limited = ExtractiveSummarizer(CompactionSettings(extractive_max_constraints=1))
+    assert limited.summarize(history).user_constraints == ("rule 8",)

@@ -17,11 +17,7 @@ from agent_tutorial.config import Settings, load_settings
 from agent_tutorial.core.messages import user_message
 from agent_tutorial.core.model import Usage, make_request
 from agent_tutorial.features.compaction import CompactionSettings
-from agent_tutorial.features.compaction.budget import (
-    INITIAL_BYTES_PER_TOKEN,
-    TokenCalibration,
-    WindowSize,
-)
+from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSize
 from agent_tutorial.profiles import profile_for_chapter
 from tests.conftest import TEST_API_KEY, CliRun, RunCli
 from tests.loopback import LoopbackServer, Reply, text_stream
@@ -209,10 +205,12 @@ def test_chapters_without_compaction_do_not_ask(run_cli: RunCli, loopback: Loopb
 
 # --- tokens ---------------------------------------------------------------------------------
 
+INITIAL = CompactionSettings().initial_bytes_per_token
+
 
 def test_calibration_starts_conservative_and_follows_the_reported_counts() -> None:
     calibration = TokenCalibration()
-    assert calibration.bytes_per_token == INITIAL_BYTES_PER_TOKEN
+    assert calibration.bytes_per_token == INITIAL
 
     for _ in range(20):
         calibration.observe(request_bytes=40_000, prompt_tokens=10_000)
@@ -226,7 +224,7 @@ def test_calibration_ignores_counts_that_cannot_be_about_the_request() -> None:
     calibration.observe(request_bytes=40_000, prompt_tokens=1)
     calibration.observe(request_bytes=40_000, prompt_tokens=0)
 
-    assert calibration.bytes_per_token == INITIAL_BYTES_PER_TOKEN
+    assert calibration.bytes_per_token == INITIAL
 
 
 def test_the_reply_reserve_is_at_most_a_quarter_of_the_window() -> None:
@@ -291,5 +289,24 @@ def test_chapter_8_calibrates_bytes_per_token_from_each_reply(
     )
     calibration = agent.context_meter.calibration
     assert calibration.observations == 1
-    expected = 0.7 * INITIAL_BYTES_PER_TOKEN + 0.3 * (sent / 2_000)
+    expected = 0.7 * INITIAL + 0.3 * (sent / 2_000)
     assert calibration.bytes_per_token == pytest.approx(expected, rel=0.1)
+
+
+def test_chapter_8_calibrates_with_the_numbers_of_its_compaction_table(
+    loopback: LoopbackServer, workspace: Path
+) -> None:
+    write_config = workspace / ".agent_tutorial" / "config.toml"
+    write_config.parent.mkdir()
+    write_config.write_text("[compaction]\ninitial_bytes_per_token = 4.5\ncalibration_share = 1\n")
+    settings = load_settings(workspace, {"model": "m", "base_url": loopback.base_url})
+    loopback.queue(text_stream("hi", usage=(2_000, 1)))
+    with OpenAIChatModel(base_url=loopback.base_url, api_key=TEST_API_KEY, model="m") as model:
+        agent = build_agent(profile_for_chapter(8), AgentDeps(model, workspace, settings))
+        assert agent.context_meter.calibration.bytes_per_token == 4.5
+        agent.runner.run("hello")
+
+    sent = len(json.dumps(loopback.requests[0]["messages"])) + len(
+        json.dumps(loopback.requests[0]["tools"])
+    )
+    assert agent.context_meter.calibration.bytes_per_token == pytest.approx(sent / 2_000, rel=0.1)

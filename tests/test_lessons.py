@@ -23,7 +23,6 @@ from agent_tutorial.features.compaction import (
     SUMMARY_SYSTEM_PROMPT,
     CompactionSettings,
 )
-from agent_tutorial.features.compaction.breaker import MAX_CONSECUTIVE_SUMMARY_FAILURES
 from agent_tutorial.features.compaction.summary import SUMMARY_FIELDS, SUMMARY_INSTRUCTION
 from agent_tutorial.features.todos import REMINDER_AFTER_TOOL_ROUNDS
 from tests.conftest import (
@@ -719,7 +718,7 @@ def test_ch8_uses_the_packages_numbers_and_strings(workspace: Path) -> None:
     assert lesson.KEEP_RECENT_TOOL_GROUPS == seed.keep_recent_tool_groups == 3
     assert lesson.SUMMARY_THRESHOLD_BYTES == seed.proactive_threshold_bytes == 50_000
     assert lesson.REACTIVE_TAIL_GROUPS == seed.reactive_tail_groups == 5
-    assert lesson.MAX_SUMMARY_FAILURES == MAX_CONSECUTIVE_SUMMARY_FAILURES == 3
+    assert lesson.MAX_SUMMARY_FAILURES == seed.summary_failure_limit == 3
     assert lesson.COMPACTED_TOOL_RESULT == COMPACTED_TOOL_RESULT
     assert lesson.SUMMARY_FIELDS == SUMMARY_FIELDS
     assert lesson.SUMMARY_SYSTEM_PROMPT == SUMMARY_SYSTEM_PROMPT

@@ -1,18 +1,16 @@
-"""The circuit breaker for automatic summaries: after three failures in a row the session
-stops asking the model for them (a manual `/compact` still works)."""
+"""The circuit breaker for automatic summaries: after `summary_failure_limit` failures in a
+row the session stops asking the model for them (a manual `/compact` still works)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-MAX_CONSECUTIVE_SUMMARY_FAILURES = 3
 
 
 @dataclass
 class SummaryBreaker:
     """Counts summary failures in a row; any success closes it again."""
 
-    limit: int = MAX_CONSECUTIVE_SUMMARY_FAILURES
+    limit: int
     failures: int = 0
 
     @property

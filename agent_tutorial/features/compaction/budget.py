@@ -13,13 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS, clamp_output_tokens
+from agent_tutorial.features.compaction.settings import CompactionSettings
 
-INITIAL_BYTES_PER_TOKEN = 3.5
-"""A conservative start: English prose runs near 4 bytes a token, JSON-escaped code lower."""
-CALIBRATION_WEIGHT = 0.3
-"""How much one observation moves the moving average."""
-_PLAUSIBLE_BYTES_PER_TOKEN = (1.0, 8.0)  # outside this a count is not about this request
-
+_DEFAULTS = CompactionSettings()
 
 Candidates = Callable[[], Sequence[tuple[int, int]]]
 """The tool groups micro could still clear, oldest first, as (canonical group, bytes that
@@ -27,21 +23,24 @@ clearing it saves); computed only when a strategy asks."""
 
 
 class TokenCalibration:
-    """Bytes per token as a moving average of (bytes sent / prompt tokens reported)."""
+    """Bytes per token as a moving average of (bytes sent / prompt tokens reported), with
+    the start, the weight and the plausible range of `settings`."""
 
-    def __init__(self, bytes_per_token: float = INITIAL_BYTES_PER_TOKEN) -> None:
-        self.bytes_per_token = bytes_per_token
+    def __init__(self, settings: CompactionSettings = _DEFAULTS) -> None:
+        self.bytes_per_token = settings.initial_bytes_per_token
         self.observations = 0
+        self._share = settings.calibration_share
+        self._plausible = settings.min_bytes_per_token, settings.max_bytes_per_token
 
     def observe(self, request_bytes: int, prompt_tokens: int) -> None:
         if request_bytes <= 0 or prompt_tokens <= 0:
             return
         ratio = request_bytes / prompt_tokens
-        low, high = _PLAUSIBLE_BYTES_PER_TOKEN
+        low, high = self._plausible
         if not low <= ratio <= high:
             return
-        weight = CALIBRATION_WEIGHT
-        self.bytes_per_token = (1 - weight) * self.bytes_per_token + weight * ratio
+        share = self._share
+        self.bytes_per_token = (1 - share) * self.bytes_per_token + share * ratio
         self.observations += 1
 
     def tokens_for(self, utf8_bytes: int) -> int:

@@ -20,6 +20,7 @@ from agent_tutorial.core.messages import (
     UserMessage,
 )
 from agent_tutorial.features.compaction.layers import COMPACTED_TOOL_RESULT
+from agent_tutorial.features.compaction.settings import CompactionSettings
 from agent_tutorial.features.compaction.summary import (
     FOCUS_PREFIX,
     SUMMARY_INSTRUCTION,
@@ -30,20 +31,19 @@ from agent_tutorial.features.compaction.summary import (
 
 _FILE_TOOLS = ("read_file", "write_file", "edit_file")
 _SUBJECT_ARGUMENTS = ("path", "command", "pattern")
-_ITEM_CHARS = 200
-_GOAL_CHARS = 1_000
-_MAX_FINDINGS = 6
-_MAX_FILES = 20
-_MAX_REMAINING = 10
-_MAX_CONSTRAINTS = 6
 _GENERIC_GOAL = "Continue the task from the conversation so far."
 _GENERIC_REMAINING = "Continue from the latest user request."
+_DEFAULTS = CompactionSettings()
 
 
 class ExtractiveSummarizer:
     """Goal from the latest user prompt, files from file-tool arguments, findings from the
     first lines of the latest results, remaining work from the latest todo list; an earlier
-    summary in the history carries its fields forward."""
+    summary in the history carries its fields forward. How long and how many: `settings`'
+    `extractive_...` numbers."""
+
+    def __init__(self, settings: CompactionSettings = _DEFAULTS) -> None:
+        self._limits = settings
 
     def summarize(self, history: History) -> CompactionSummary:
         earlier = _earlier_summary(history)
@@ -57,12 +57,13 @@ class ExtractiveSummarizer:
         requests = [prompt for prompt in prompts if not prompt.startswith(FOCUS_PREFIX)]
         focus = [prompt for prompt in prompts if prompt.startswith(FOCUS_PREFIX)]
         calls = _calls_by_id(history)
+        limits = self._limits
         return CompactionSummary(
-            current_goal=_goal(requests, earlier),
-            key_findings=_findings(history, calls, earlier),
-            files_read_or_changed=_files(calls.values(), earlier),
-            remaining_work=_remaining_work(calls.values(), earlier),
-            user_constraints=_constraints(requests[:-1] + focus, earlier),
+            current_goal=_goal(requests, earlier, limits),
+            key_findings=_findings(history, calls, earlier, limits),
+            files_read_or_changed=_files(calls.values(), earlier, limits),
+            remaining_work=_remaining_work(calls.values(), earlier, limits),
+            user_constraints=_constraints(requests[:-1] + focus, earlier, limits),
         )
 
 
@@ -82,28 +83,34 @@ def _calls_by_id(history: History) -> dict[str, ToolCall]:
     }
 
 
-def _goal(requests: Sequence[str], earlier: CompactionSummary | None) -> str:
+def _goal(
+    requests: Sequence[str], earlier: CompactionSummary | None, limits: CompactionSettings
+) -> str:
     if requests:
-        return _clip(requests[-1], _GOAL_CHARS)
+        return _clip(requests[-1], limits.extractive_goal_chars)
     return earlier.current_goal if earlier is not None else _GENERIC_GOAL
 
 
 def _findings(
-    history: History, calls: dict[str, ToolCall], earlier: CompactionSummary | None
+    history: History,
+    calls: dict[str, ToolCall],
+    earlier: CompactionSummary | None,
+    limits: CompactionSettings,
 ) -> tuple[str, ...]:
     latest: list[str] = []
+    most = limits.extractive_max_findings
     for message in reversed(history):
-        if len(latest) == _MAX_FINDINGS:
+        if len(latest) == most:
             break
         if isinstance(message, ToolMessage):
-            finding = _finding(message, calls.get(message.tool_call_id))
+            finding = _finding(message, calls.get(message.tool_call_id), limits)
             if finding is not None:
                 latest.append(finding)
     carried = list(earlier.key_findings) if earlier is not None else []
-    return tuple(_unique([*carried, *reversed(latest)])[-_MAX_FINDINGS:])
+    return tuple(_unique([*carried, *reversed(latest)])[-most:])
 
 
-def _finding(message: ToolMessage, call: ToolCall | None) -> str | None:
+def _finding(message: ToolMessage, call: ToolCall | None, limits: CompactionSettings) -> str | None:
     """`tool subject: first line`, or where a persisted result's full text is."""
     lines = [line.strip() for line in message.content.splitlines() if line.strip()]
     if not lines or lines[0] == COMPACTED_TOOL_RESULT:
@@ -111,7 +118,7 @@ def _finding(message: ToolMessage, call: ToolCall | None) -> str | None:
     first = lines[0]
     if first == "<persisted-tool-result>" and len(lines) > 1:
         first = "full output in " + lines[1].removeprefix("path: ")
-    return _clip(f"{_label(call)}: {first}", _ITEM_CHARS)
+    return _clip(f"{_label(call)}: {first}", limits.extractive_item_chars)
 
 
 def _label(call: ToolCall | None) -> str:
@@ -125,31 +132,34 @@ def _label(call: ToolCall | None) -> str:
     return call.name
 
 
-def _files(calls: Iterable[ToolCall], earlier: CompactionSummary | None) -> tuple[str, ...]:
+def _files(
+    calls: Iterable[ToolCall], earlier: CompactionSummary | None, limits: CompactionSettings
+) -> tuple[str, ...]:
     paths = list(earlier.files_read_or_changed) if earlier is not None else []
     for call in calls:
         path = _arguments(call).get("path") if call.name in _FILE_TOOLS else None
         if isinstance(path, str) and path.strip():
-            paths.append(_clip(path, _ITEM_CHARS))
-    return tuple(_unique(paths)[-_MAX_FILES:])
+            paths.append(_clip(path, limits.extractive_item_chars))
+    return tuple(_unique(paths)[-limits.extractive_max_files :])
 
 
 def _remaining_work(
-    calls: Iterable[ToolCall], earlier: CompactionSummary | None
+    calls: Iterable[ToolCall], earlier: CompactionSummary | None, limits: CompactionSettings
 ) -> tuple[str, ...]:
     todo_calls = [call for call in calls if call.name == "todo_write"]
     if todo_calls:
-        remaining = _open_todos(_arguments(todo_calls[-1]).get("todos"))
+        todos = _arguments(todo_calls[-1]).get("todos")
+        remaining = _open_todos(todos, limits.extractive_item_chars)
     else:
         remaining = list(earlier.remaining_work) if earlier is not None else []
-    return tuple(remaining[:_MAX_REMAINING]) or (_GENERIC_REMAINING,)
+    return tuple(remaining[: limits.extractive_max_remaining]) or (_GENERIC_REMAINING,)
 
 
-def _open_todos(todos: object) -> list[str]:
+def _open_todos(todos: object, item_chars: int) -> list[str]:
     if not isinstance(todos, list):
         return []
     return [
-        _clip(item["content"], _ITEM_CHARS)
+        _clip(item["content"], item_chars)
         for item in todos
         if isinstance(item, dict)
         and isinstance(item.get("content"), str)
@@ -158,10 +168,12 @@ def _open_todos(todos: object) -> list[str]:
     ]
 
 
-def _constraints(messages: Sequence[str], earlier: CompactionSummary | None) -> tuple[str, ...]:
+def _constraints(
+    messages: Sequence[str], earlier: CompactionSummary | None, limits: CompactionSettings
+) -> tuple[str, ...]:
     carried = list(earlier.user_constraints) if earlier is not None else []
-    said = [_clip(text, _ITEM_CHARS) for text in messages]
-    return tuple(_unique([*carried, *said])[-_MAX_CONSTRAINTS:])
+    said = [_clip(text, limits.extractive_item_chars) for text in messages]
+    return tuple(_unique([*carried, *said])[-limits.extractive_max_constraints :])
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:

@@ -25,7 +25,11 @@ from agent_tutorial.core.messages import (
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.compaction import wording
 from agent_tutorial.features.compaction.breaker import SummaryBreaker
-from agent_tutorial.features.compaction.budget import HistoryBudget, WindowAccounting
+from agent_tutorial.features.compaction.budget import (
+    HistoryBudget,
+    TokenCalibration,
+    WindowAccounting,
+)
 from agent_tutorial.features.compaction.errors import CompactionError
 from agent_tutorial.features.compaction.extractive import ExtractiveSummarizer
 from agent_tutorial.features.compaction.index import CanonicalIndex
@@ -101,7 +105,7 @@ class CompactionManager:
     what was appended. `strategy` and `context_window_tokens`, when given, override the
     fields of `settings` with those names; that field is the one way the window arrives.
     `window_accounting` says how it becomes a byte budget (by default: nothing reserved
-    besides the reply, the initial calibration).
+    besides the reply, a calibration of its own).
     """
 
     def __init__(
@@ -121,14 +125,14 @@ class CompactionManager:
         if context_window_tokens is not None:
             settings = replace(settings, context_window_tokens=context_window_tokens)
         self.settings = settings
-        accounting = window_accounting or WindowAccounting()
+        accounting = window_accounting or WindowAccounting(calibration=TokenCalibration(settings))
         self._budget = accounting.budget(settings.context_window_tokens)
         self._strategy = strategy_for(settings)
         self._store = ArtifactStore(Path(workspace), id_generator)
         self._persister = ResultPersister(self._store, settings)
         self._summarizer = summarizer
-        self._fallback = ExtractiveSummarizer()
-        self._breaker = SummaryBreaker()
+        self._fallback = ExtractiveSummarizer(settings)
+        self._breaker = SummaryBreaker(settings.summary_failure_limit)
         self._report = wording.CheapLayerReport()
         self._on_event = on_event
         self._index = CanonicalIndex()

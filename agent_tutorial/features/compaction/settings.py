@@ -1,8 +1,7 @@
 """Chapter 8's numbers in one frozen settings object: the only place their defaults live.
 
 `[compaction]` in config.toml builds one of these; `CompactionManager` takes one. A
-`..._share` is a fraction of the history budget (or of another number, as its docstring
-says) and applies only when the model's window is known.
+`..._share` is a fraction, of the history budget unless its docstring says of what.
 """
 
 from __future__ import annotations
@@ -20,7 +19,9 @@ STRATEGIES: tuple[CompactionStrategy, ...] = get_args(CompactionStrategy)
 # the whole.
 Bytes = Annotated[int, Field(le=1024 * 1024 * 1024)]
 Groups = Annotated[int, Field(le=1_000_000)]
+Count = Annotated[int, Field(le=1_000_000)]
 Share = Annotated[float, Field(le=1)]
+PerToken = Annotated[float, Field(le=1_000_000)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,30 @@ class CompactionSettings:
     reactive_tail_groups: Groups = 5
     """Layer 4, after an overflow reply: the recent groups kept whole after the summary."""
 
+    summary_failure_limit: Count = 3
+    """Layer 4: after this many automatic summaries fail in a row, the session stops asking
+    the model for them (a manual `/compact` still works)."""
+
+    extractive_goal_chars: Count = 1_000
+    """The extractive summary (the fallback when no model summary can be had, and the demo
+    model's): its goal, the latest user request, is cut to this many characters..."""
+
+    extractive_item_chars: Count = 200
+    """...and every other item (a finding, a path, a step, a constraint) to this many."""
+
+    extractive_max_findings: Count = 6
+    """The extractive summary keeps at most this many key findings (the first lines of the
+    latest results)..."""
+
+    extractive_max_files: Count = 20
+    """...this many files read or changed..."""
+
+    extractive_max_remaining: Count = 10
+    """...this many remaining steps (the open todos of the latest plan)..."""
+
+    extractive_max_constraints: Count = 6
+    """...and this many user constraints (the earlier requests)."""
+
     strategy: CompactionStrategy = "seed"
     """How the layer boundaries move: "seed" (the chapter's pipeline, exactly) or
     "cache-aware" (in batches, so the request prefix stays stable between events)."""
@@ -78,6 +103,23 @@ class CompactionSettings:
     reminder_allowance_bytes: Bytes = 2_000
     """Window known: bytes of it kept for request-only reminders (the plan, the continue
     turn), besides the system prompt and tool schemas every request carries."""
+
+    initial_bytes_per_token: PerToken = 3.5
+    """Window known: what a token is taken to weigh in bytes until the provider's own counts
+    say otherwise. Conservative: English prose runs near 4 bytes a token, JSON-escaped code
+    lower."""
+
+    calibration_share: Share = 0.3
+    """The share of the bytes-per-token estimate that each reply's measurement (bytes sent /
+    prompt tokens reported) makes up: a moving average, new = (1 - share) × old + share ×
+    measured."""
+
+    min_bytes_per_token: PerToken = 1.0
+    """A measurement below this many bytes per token..."""
+
+    max_bytes_per_token: PerToken = 8.0
+    """...or above this many is not about the request (a count from another model, a cached
+    total) and is ignored."""
 
     cache_keep_recent_tool_groups: Groups = 5
     """Cache-aware: the most recent tool groups micro never clears."""
@@ -131,6 +173,10 @@ class CompactionSettings:
             )
         for name in SHARE_FIELDS:
             check_share(name, getattr(self, name))
+        for name in COUNT_FIELDS:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        self._check_bytes_per_token()
         check_micro_settings(self.keep_recent_tool_groups)
         check_snip_settings(self.snip_max_groups, self.snip_keep_head_groups)
         check_strategy(self.strategy)
@@ -138,6 +184,18 @@ class CompactionSettings:
         if self.context_window_tokens is not None and self.context_window_tokens <= 0:
             raise ValueError(
                 f"context_window_tokens must be positive, got {self.context_window_tokens}"
+            )
+
+    def _check_bytes_per_token(self) -> None:
+        low, initial, high = (
+            self.min_bytes_per_token,
+            self.initial_bytes_per_token,
+            self.max_bytes_per_token,
+        )
+        if not 0 < low <= initial <= high:
+            raise ValueError(
+                "bytes per token must satisfy 0 < min_bytes_per_token <= initial_bytes_per_token"
+                f" <= max_bytes_per_token, got {low}, {initial}, {high}"
             )
 
     def _check_cache_aware(self) -> None:
@@ -159,9 +217,19 @@ SHARE_FIELDS = (
     "window_persist_share",
     "window_batch_share",
     "window_preview_share",
+    "calibration_share",
     "cache_high_mark_share",
     "cache_low_mark_share",
     "cache_summary_share",
+)
+COUNT_FIELDS = (
+    "summary_failure_limit",
+    "extractive_goal_chars",
+    "extractive_item_chars",
+    "extractive_max_findings",
+    "extractive_max_files",
+    "extractive_max_remaining",
+    "extractive_max_constraints",
 )
 
 
