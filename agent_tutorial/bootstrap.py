@@ -27,6 +27,7 @@ from agent_tutorial.core.permissions import (
     DecisionRecord,
     PermissionPolicy,
 )
+from agent_tutorial.core.text import encodable
 from agent_tutorial.core.tools import ToolRegistry
 from agent_tutorial.features.bash import BashSettings, bash_tool
 from agent_tutorial.features.builtin_tools import file_tools, search_tools
@@ -236,7 +237,7 @@ def _window_accounting(
 def _system_prompt(agent: Agent, *, subagent: bool = False) -> str:
     """The base prompt, one line of guidance per capability, the project's instructions
     (always on) and the skill catalog (loaded on demand)."""
-    parts = [BASE_PROMPT.format(workspace=agent.workspace)]
+    parts = [BASE_PROMPT.format(workspace=encodable(str(agent.workspace)))]
     parts += [
         text
         for capability, text in CHAPTER_GUIDANCE.items()

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_tutorial.core.text import encodable, name_from_shown, printable
-from tests.conftest import RunCli
+from tests.conftest import RunCli, cli_command
 from tests.loopback import LoopbackServer, conversation, text_stream, tool_stream
 from tests.terminal import Terminal
 
@@ -189,3 +190,31 @@ def test_only_escapes_of_bytes_that_are_not_utf8_are_read_back(shown: str, name:
 
 def test_on_the_terminal_the_byte_looks_the_same_as_to_the_model() -> None:
     assert printable(os.fsdecode(ODD)) == encodable(os.fsdecode(ODD)) == SHOWN
+
+
+def test_a_workspace_whose_own_path_is_not_utf8_runs_hooks_and_ends_with_a_result(
+    workspace: Path,
+) -> None:
+    """The path reaches the system prompt, `system/init` and every hook's input."""
+    odd = workspace / os.fsdecode(b"proj\xe9ct")
+    (odd / ".agent_tutorial").mkdir(parents=True)
+    (odd / ".agent_tutorial" / "config.toml").write_text(
+        '[[hooks.UserPromptSubmit]]\ncommand = "cat > hook-input.json"\n'
+    )
+
+    done = subprocess.run(
+        cli_command(
+            "run", "--model", "demo", "-c", "4", "-p", "hi", "--output-format", "stream-json"
+        ),
+        cwd=odd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0]["cwd"].endswith(r"proj\xe9ct")
+    assert lines[-1]["type"] == "result" and lines[-1]["is_error"] is False
+    hook_input = json.loads((odd / "hook-input.json").read_text())
+    assert hook_input["workspace"].endswith(r"proj\xe9ct")

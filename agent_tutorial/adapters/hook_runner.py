@@ -26,6 +26,7 @@ from agent_tutorial.core.hooks import (
     HookOutcome,
     command_outcome,
 )
+from agent_tutorial.core.text import plain_json
 
 MAX_HOOK_OUTPUT_BYTES = 1 << 20
 """Per stream: a hook that prints more on stdout or on stderr fails, so a chatty or
@@ -42,7 +43,8 @@ class CommandHook:
     workspace: Path
 
     def __call__(self, hook_input: HookInput) -> HookOutcome:
-        stdout, stderr, status = self._run(orjson.dumps(hook_input.to_json()))
+        # plain_json: a workspace path that is not UTF-8 goes as `\\xe9` text, not a crash.
+        stdout, stderr, status = self._run(orjson.dumps(plain_json(hook_input.to_json())))
         return command_outcome(self.name, status, stdout, stderr)
 
     @property
