@@ -43,6 +43,7 @@ from pydantic_settings import (
 
 from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
+from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
 from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
@@ -66,8 +67,10 @@ _WIRE = WireOptions()
 """The adapter's defaults, which the wire settings below document and start from."""
 
 
-class ConfigError(Exception):
+class ConfigError(AgentTutorialError):
     """The configuration is missing something or says something invalid (exit code 2)."""
+
+    exit_code = EXIT_USAGE
 
 
 class PermissionsConfig(BaseModel):

@@ -21,7 +21,7 @@ blocked, and a Stop hook warns and lets the run end. `HookRegistry.fire` (PreCom
 PostCompact) raises `HookError`.
 
 Hooks run with the whole environment (they are the user's own commands), so what they
-print may hold the API key. A registry given a `HookTextRedaction` masks every outcome's
+print may hold the API key. A registry given a `TextRedaction` masks every outcome's
 text (reason, additional context, replaced output) and every failure message as the hook
 returns, in one place for every event, before the model, the session or the user sees it.
 
@@ -34,10 +34,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
+from agent_tutorial.core.errors import AgentTutorialError
 from agent_tutorial.core.events import EventBus, Notice
 from agent_tutorial.core.loop import PromptBlocked
 from agent_tutorial.core.messages import ToolCall
@@ -47,6 +48,7 @@ from agent_tutorial.core.permissions import (
     PermissionPolicy,
     decision_for,
 )
+from agent_tutorial.core.redaction import TextRedaction
 from agent_tutorial.core.tools import (
     ParsedCall,
     ToolResult,
@@ -62,7 +64,7 @@ TOOL_EVENTS: tuple[HookEvent, ...] = ("PreToolUse", "PostToolUse")
 MAX_REASON_CHARS = 4_000
 
 
-class HookError(Exception):
+class HookError(AgentTutorialError):
     """A hook could not run, failed, timed out, or answered something unusable."""
 
 
@@ -118,20 +120,6 @@ class HookOutcome:
 HookCallback: TypeAlias = Callable[[HookInput], HookOutcome]
 
 
-class RedactedText(Protocol):
-    @property
-    def text(self) -> str: ...
-
-    @property
-    def count(self) -> int: ...
-
-
-class HookTextRedaction(Protocol):
-    """Masks secrets in text a hook wrote (`features.redaction.Redactor` is one)."""
-
-    def redact(self, text: str) -> RedactedText: ...
-
-
 def _compile_matcher(matcher: str | None) -> re.Pattern[str] | None:
     """None, "" and "*" match every tool; anything else must match the whole tool name."""
     if matcher in (None, "", "*"):
@@ -147,7 +135,7 @@ class _RedactingHook:
     """A hook whose outcome text and failure message come back with secrets masked."""
 
     callback: HookCallback
-    redaction: HookTextRedaction
+    redaction: TextRedaction
 
     def __call__(self, hook_input: HookInput) -> HookOutcome:
         try:
@@ -219,7 +207,7 @@ class _Registration:
 class HookRegistry:
     """The hooks of one workspace, run in the order they were added."""
 
-    def __init__(self, workspace: Path, *, redaction: HookTextRedaction | None = None) -> None:
+    def __init__(self, workspace: Path, *, redaction: TextRedaction | None = None) -> None:
         self.workspace = workspace
         self.redaction = redaction
         """Masks secrets in every outcome and failure; None leaves hook text as written."""
@@ -232,7 +220,7 @@ class HookRegistry:
         workspace: Path,
         command_hook: CommandHookFactory,
         *,
-        redaction: HookTextRedaction | None = None,
+        redaction: TextRedaction | None = None,
     ) -> HookRegistry:
         """The configured command hooks, each made a callback by `command_hook` (the
         process runner, `adapters.hook_runner.command_hook`, lives outside core)."""

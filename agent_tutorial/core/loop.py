@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from agent_tutorial.core.errors import AgentTutorialError
 from agent_tutorial.core.events import (
     EventBus,
     MessageAppended,
@@ -104,7 +105,7 @@ class NoRedaction:
         return result
 
 
-class ProcessorError(Exception):
+class ProcessorError(AgentTutorialError):
     """A processor could not do its work; the loop turns this into paired tool errors."""
 
 
@@ -134,7 +135,7 @@ class TurnGuard(Protocol):
         ...
 
 
-class AgentRunError(Exception):
+class AgentRunError(AgentTutorialError):
     """The run cannot go on; the CLI prints `str(error)` and exits 1."""
 
 

@@ -1,16 +1,6 @@
 """The model boundary: one request in, one assistant reply out, and the errors in between.
 
-Error tree (adapters raise these; the CLI maps them to one-line messages and exit codes):
-
-    ModelError
-    ├── PromptTooLongError      the request does not fit the model's context window
-    ├── AuthenticationError     401/403: wrong or missing key
-    ├── RateLimitError          429 after the SDK's own retries
-    ├── ModelNotFoundError      404: unknown model or endpoint path
-    ├── BadRequestError         any other 4xx the provider rejected
-    ├── ProviderError           5xx after retries, or a reply we cannot read
-    ├── ConnectionFailedError   the endpoint could not be reached
-    └── IncompleteStreamError   the stream ended without a finish reason
+Adapters raise the `ModelError` family; `core.errors` draws it in the whole error tree.
 """
 
 from __future__ import annotations
@@ -19,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
+from agent_tutorial.core.errors import AgentTutorialError
 from agent_tutorial.core.messages import AssistantMessage, ChatMessage
 
 FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "other"]
@@ -114,7 +105,7 @@ def make_request(
     return ModelRequest(messages=tuple(messages), tools=tuple(tools), on_text=on_text)
 
 
-class ModelError(Exception):
+class ModelError(AgentTutorialError):
     """A model call failed; `str(error)` is a one-line explanation fit for the user."""
 
 

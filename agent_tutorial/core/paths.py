@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Protocol
 
+from agent_tutorial.core.errors import AgentTutorialError
+
 STATE_DIR = ".agent_tutorial"
 """The agent's own folder in the workspace: settings, keys, sessions, history, artifacts."""
 VCS_DIR = ".git"
@@ -19,8 +21,9 @@ STATE_READABLE = ("artifacts", "skills")
 skills (chapter 7). Settings, `.env`, sessions and history stay out of the conversation."""
 
 
-class WorkspacePathError(ValueError):
-    """A path the model gave resolves outside the workspace (or is not a path at all)."""
+class WorkspacePathError(AgentTutorialError):
+    """A path the model gave resolves outside the workspace (or is not a path at all). A
+    "tell the model" error: the tools turn it into a tool error, never a crash."""
 
 
 class ProtectedPathError(WorkspacePathError):

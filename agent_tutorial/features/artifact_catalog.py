@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
+
 ARTIFACT_NAME = re.compile(
     r"^(?P<kind>tool-result|transcript)-(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*)\.(?:txt|jsonl)$"
 )
@@ -20,8 +22,10 @@ DURATION = re.compile(r"^(?P<amount>\d+)(?P<unit>[smhdw])$")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-class ArtifactLookupError(Exception):
-    """No artifact (or more than one) matches what the user asked for."""
+class ArtifactLookupError(AgentTutorialError):
+    """No artifact (or more than one) matches what the user asked for (exit code 2)."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from agent_tutorial.adapters.filesystem import (
     WorkspacePathError,
     open_for_reading,
 )
+from agent_tutorial.core.errors import AgentTutorialError
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")  # AGENTS.md wins when both exist
 
@@ -47,7 +48,7 @@ class ProjectInstructions:
         )
 
 
-class InstructionsError(Exception):
+class InstructionsError(AgentTutorialError):
     """An instructions file exists but cannot be used; the message says why, in one line."""
 
 

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
 from agent_tutorial.core.messages import (
     AssistantMessage,
     ChatMessage,
@@ -44,7 +45,7 @@ _SESSION_ID = re.compile(r"[0-9a-f]{8}")
 Record: TypeAlias = dict[str, Any]
 
 
-class SessionError(Exception):
+class SessionError(AgentTutorialError):
     """Base of every session error; the CLI prints `str(error)`."""
 
 
@@ -65,7 +66,9 @@ class SessionInUseError(SessionError):
 
 
 class SessionLookupError(SessionError):
-    pass
+    """No session, or more than one, matches what the user asked for (exit code 2)."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True, slots=True)

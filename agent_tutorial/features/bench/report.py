@@ -12,6 +12,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
 from agent_tutorial.features.bench import SUMMARIZER_TEXT, BenchReport
 from agent_tutorial.features.bench.cache_model import CACHE_MODEL_TEXT
 from agent_tutorial.features.bench.replay import RECENT_RESULTS, StrategyResult
@@ -27,8 +28,10 @@ PLOT_UNAVAILABLE = (
 )
 
 
-class PlotUnavailableError(Exception):
-    """matplotlib is not installed."""
+class PlotUnavailableError(AgentTutorialError):
+    """matplotlib is not installed (exit code 2: `--plot` asked for what cannot be done)."""
+
+    exit_code = EXIT_USAGE
 
 
 def print_bench(report: BenchReport, console: Console) -> None:
