@@ -1,13 +1,16 @@
-"""The composition root: turns a chapter profile into a ready `AgentRunner`.
+"""The composition root: turns a chapter profile into a ready `AgentRunner`, and the
+settings into the model client it talks to (`connect_model`, built by `model_client`).
 
 Each capability contributes tools, prompt text, guards or processors; this is the one
-place that asks `Capability.X in profile`. Nothing else knows which chapter it runs in.
+place that asks `Capability.X in profile`. Nothing else knows which chapter it runs in:
+the front ends (`cli.py`, `repl.py`) parse, call these two functions and report.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -38,11 +41,7 @@ from agent_tutorial.features.compaction import (
     HistorySummarizer,
     ModelHistorySummarizer,
 )
-from agent_tutorial.features.compaction.budget import (
-    TokenCalibration,
-    WindowAccounting,
-    WindowSize,
-)
+from agent_tutorial.features.compaction.budget import TokenCalibration, WindowAccounting
 from agent_tutorial.features.context_window import (
     ContextMeter,
     MeteredModel,
@@ -68,6 +67,7 @@ from agent_tutorial.features.todos import (
     render_plan,
     todo_write_tool,
 )
+from agent_tutorial.model_client import context_window, open_model_client, with_server_window
 from agent_tutorial.profiles import Capability, ChapterProfile
 
 BASE_PROMPT = """\
@@ -105,6 +105,36 @@ class Agent:
     skills: SkillRegistry | None = None
     instructions: ProjectInstructions | None = None
     """AGENTS.md (or CLAUDE.md) as read into the system prompt (chapter 7)."""
+    reads_instructions: bool = False
+    """Whether this chapter reads AGENTS.md at all (`instructions` is None without one)."""
+
+
+@dataclass(frozen=True)
+class ModelConnection:
+    """The model client for a run, and the settings the rest of the run is built from."""
+
+    settings: Settings
+    """As given, plus the window the server named when the chapter needs one."""
+    model: ModelClient
+
+
+def connect_model(
+    settings: Settings, workspace: Path, profile: ChapterProfile, opened: ExitStack
+) -> ModelConnection:
+    """The model client for a run of `profile`: chapter 8 budgets against the window, so
+    an unset one is asked of the server first, and the demo plays its long tour. The
+    client's error text is masked by the same redactor the tools' output is."""
+    compaction = Capability.COMPACTION in profile
+    if compaction:
+        settings = with_server_window(settings)
+    model = open_model_client(
+        settings,
+        workspace,
+        redactor=secret_redactor(settings, workspace),
+        long_demo=compaction,
+        opened=opened,
+    )
+    return ModelConnection(settings, model)
 
 
 @dataclass
@@ -127,7 +157,7 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         profile=profile,
         events=deps.events,
         workspace=deps.workspace,
-        context_meter=ContextMeter(_window(deps.settings)),
+        context_meter=ContextMeter(context_window(deps.settings)),
     )
     redactor = secret_redactor(deps.settings, deps.workspace)
     _add_core_tools(profile, tools, deps.workspace, deps.settings, redactor)
@@ -186,6 +216,7 @@ def _add_project_knowledge(agent: Agent, deps: AgentDeps, tools: ToolRegistry) -
         agent.skills = _discover_skills(deps.workspace, deps.events)
         tools.register(load_skill_tool(agent.skills))
     if Capability.PROJECT_INSTRUCTIONS in agent.profile:
+        agent.reads_instructions = True
         agent.instructions = _project_instructions(deps.workspace, deps.settings, deps.events)
 
 
@@ -213,12 +244,6 @@ def _add_compaction(
         window_accounting=_window_accounting(agent, deps.settings, tools, system_prompt),
     )
     return model
-
-
-def _window(settings: Settings) -> WindowSize | None:
-    """The window from the settings (flag, environment, config or the server's answer)."""
-    tokens = settings.context_window_tokens
-    return None if tokens is None else WindowSize.of(tokens, settings.max_output_tokens)
 
 
 def _window_accounting(

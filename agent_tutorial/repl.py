@@ -23,21 +23,20 @@ from prompt_toolkit.output import Output
 from rich.table import Table
 from rich.text import Text
 
-from agent_tutorial.adapters.processes import termination_exit_code
 from agent_tutorial.bootstrap import Agent
+from agent_tutorial.commands.process import termination_exit_code
 from agent_tutorial.config import STATE_DIR
 from agent_tutorial.conversation import Conversation
-from agent_tutorial.core.loop import AgentRunError, TurnInterrupted
+from agent_tutorial.core.errors import AgentTutorialError
+from agent_tutorial.core.loop import TurnInterrupted
 from agent_tutorial.core.messages import ChatMessage
-from agent_tutorial.core.model import ModelError
 from agent_tutorial.core.text import printable
 from agent_tutorial.features.artifact_catalog import list_artifacts
-from agent_tutorial.features.compaction import CompactionError, history_utf8_bytes
+from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.compaction.budget import WindowSize
 from agent_tutorial.features.project_instructions import ProjectInstructions
 from agent_tutorial.features.sessions import SessionError, find_session, list_sessions
 from agent_tutorial.features.todos import render_plan
-from agent_tutorial.profiles import Capability
 from agent_tutorial.render import (
     TerminalRenderer,
     artifact_table,
@@ -258,7 +257,7 @@ class Repl:
             if termination_exit_code() is not None:
                 raise  # SIGTERM or SIGHUP end the REPL; the turn is already paired and saved
             self.err.print("interrupted; the conversation goes on", style="yellow")
-        except (AgentRunError, ModelError) as error:
+        except AgentTutorialError as error:  # the turn failed; the conversation goes on
             self.err.print(error_line(str(error)))
 
     def toolbar(self) -> FormattedText:
@@ -347,7 +346,7 @@ class Repl:
         artifacts = list_artifacts(self.conversation.setup.workspace)
         stored = format_bytes(sum(info.size for info in artifacts))
         table.add_row("artifacts", f"{len(artifacts)} file(s), {stored}")
-        if Capability.PROJECT_INSTRUCTIONS in agent.profile:
+        if agent.reads_instructions:
             table.add_row("project instructions", _instructions_text(agent.instructions))
         table.add_row("last usage", _usage_text(self.summary, agent.context_meter.window))
         totals = self.summary.usage
@@ -378,7 +377,7 @@ class Repl:
         except KeyboardInterrupt:  # the summary request can take a while; nothing changed
             self.err.print("compaction interrupted; the conversation goes on", style="yellow")
             return True
-        except (CompactionError, SessionError, ModelError) as error:
+        except AgentTutorialError as error:  # compaction, the session or the model failed
             self.err.print(error_line(str(error), "compact failed"))
             return True
         transcript = outcome.transcript.relative_path

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agent_tutorial.adapters.openai_chat import OpenAIChatModel
     from agent_tutorial.conversation import Conversation
     from agent_tutorial.core.events import EventSink
+    from agent_tutorial.features.redaction import Redactor
 
 # A quick profile for everyday runs and a more thorough one where CI sets CI=true;
 # HYPOTHESIS_PROFILE picks one by name. No deadline: two shared cores make timings noisy.
@@ -228,6 +229,14 @@ MakeAdapter = Callable[..., "OpenAIChatModel"]
 """The type of the `make_adapter` fixture: `make_adapter(max_retries=2, wire=WireOptions())`."""
 
 
+def key_redactor(api_key: str = TEST_API_KEY) -> Redactor:
+    """What the composition root hands the adapter, for the test key alone: it masks the
+    key (as `OPENAI_API_KEY`) and the token shapes in error text."""
+    from agent_tutorial.features.redaction import Redactor
+
+    return Redactor({api_key: "OPENAI_API_KEY"})
+
+
 @pytest.fixture
 def make_adapter(loopback: LoopbackServer) -> Iterator[MakeAdapter]:
     """Makes the real OpenAI adapter for the loopback server, with the test key and model
@@ -238,6 +247,7 @@ def make_adapter(loopback: LoopbackServer) -> Iterator[MakeAdapter]:
     with ExitStack() as made:
 
         def make(*, max_retries: int = 0, **options: Any) -> OpenAIChatModel:
+            options.setdefault("redaction", key_redactor())
             adapter = OpenAIChatModel(
                 base_url=loopback.base_url,
                 api_key=TEST_API_KEY,
@@ -268,7 +278,11 @@ def open_loopback_conversation(
     settings = load_settings(workspace, {"base_url": loopback.base_url, "model": LOOPBACK_MODEL})
     model = cleanup.enter_context(
         OpenAIChatModel(
-            base_url=loopback.base_url, api_key=TEST_API_KEY, model=LOOPBACK_MODEL, max_retries=0
+            base_url=loopback.base_url,
+            api_key=TEST_API_KEY,
+            model=LOOPBACK_MODEL,
+            redaction=key_redactor(),
+            max_retries=0,
         )
     )
     setup = ConversationSetup(

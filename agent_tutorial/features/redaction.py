@@ -1,10 +1,12 @@
 """Secret redaction: one step between a tool and everything that sees its result (hooks,
-events, the session log, chapter 8's artifacts and the model).
+events, the session log, chapter 8's artifacts and the model), and the mask on the model
+adapter's error messages (a server may echo the key back). One `Redactor` implements both.
 
 Two kinds of secret are masked. Known values, the API key in use and the values of
 secret-looking variables in the environment or `.agent_tutorial/.env`, become
-`[REDACTED:NAME]`; well-known token shapes (OpenAI-style `sk-` keys, GitHub tokens, AWS
-access key ids, Slack tokens, PEM private keys, JWTs) become `[REDACTED:kind]`. Text that
+`[REDACTED:NAME]`; well-known token shapes (`sk-`, `pk-` and `rk-` keys, bearer tokens,
+GitHub tokens, AWS access key ids, Slack tokens, PEM private keys, JWTs) become
+`[REDACTED:kind]`. Text that
 arrives in pieces (a command's output) is redacted as a stream that holds back enough of
 its end that a secret split across two pieces is still caught whole.
 """
@@ -49,9 +51,19 @@ TOKEN_SHAPES: tuple[tuple[str, str, str], ...] = (
         r"(?:\r?\n[A-Za-z0-9+/=]+(?=\r?\n|\Z))*)",
     ),
     (
+        # OpenAI-style secret keys, and the `pk-`/`rk-` keys other providers echo back.
         "api_key",
-        r"sk-(?:proj-)?[A-Za-z0-9_-]{20}",
-        r"(?<![A-Za-z0-9_-])sk-(?:proj-)?[A-Za-z0-9_-]{20,}",
+        r"(?i:[spr]k)-[A-Za-z0-9_-]{8}",
+        r"(?<![A-Za-z0-9_-])(?i:[spr]k)-[A-Za-z0-9_-]{8,}",
+    ),
+    (
+        # An `Authorization: Bearer …` value a server quotes back. The token needs eight
+        # characters and a capital or a digit after its first, so that prose such as
+        # "Bearer authentication" is left alone.
+        "bearer_token",
+        r"(?i:bearer)[ \t]",
+        r"(?<![A-Za-z0-9_])(?i:bearer)[ \t]+(?=[A-Za-z0-9._~+/=-]{8})"
+        r"[A-Za-z0-9._~+/-][a-z._~+/-]*[A-Z0-9][A-Za-z0-9._~+/=-]*",
     ),
     (
         "github_token",

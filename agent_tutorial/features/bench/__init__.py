@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS, clamp_output_tokens
+from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS
 from agent_tutorial.features.bench.cache_model import CACHE_MODEL_TEXT
 from agent_tutorial.features.bench.contenders import CONTENDERS
 from agent_tutorial.features.bench.prices import PriceSheet, price_sheets
@@ -21,6 +21,7 @@ from agent_tutorial.features.bench.replay import (
     replay,
 )
 from agent_tutorial.features.bench.trace import TraceStep, session_trace, synthetic_trace
+from agent_tutorial.features.compaction.budget import WindowSize
 
 __all__ = [
     "CACHE_MODEL_TEXT",
@@ -48,8 +49,9 @@ class BenchReport:
 
 
 def output_cap_for(window: int | None) -> int:
-    """The reply's reserve: the default output cap, at most a quarter of a known window."""
-    return clamp_output_tokens(DEFAULT_MAX_OUTPUT_TOKENS, window)
+    """The reply's reserve: the default output cap, kept within a known window as a run
+    keeps it (`WindowSize`)."""
+    return DEFAULT_MAX_OUTPUT_TOKENS if window is None else WindowSize.of(window).output_cap_tokens
 
 
 def run_bench(

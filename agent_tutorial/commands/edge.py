@@ -1,0 +1,83 @@
+"""The one edge where a command's failure becomes `error: …` on stderr and an exit code.
+
+Every command fails the same way: by raising an `AgentTutorialError` (`core.errors`), most
+often `CommandFailed` with the message and exit code that command chose. `FailureEdge`, the
+app's click group, catches it once for every command and subcommand. `run` also ends its
+JSON output with a result object on the way out (see `cli.run`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+from typer.core import TyperGroup
+
+from agent_tutorial.core.errors import EXIT_FAILURE, AgentTutorialError
+
+if TYPE_CHECKING:  # rich is imported only when something is printed: start-up stays light
+    from rich.console import Console
+
+    from agent_tutorial.headless import ResultSubtype
+
+_ERROR_CONSOLE = "agent_tutorial.error_console"
+
+
+class CommandFailed(AgentTutorialError):
+    """The command stops with a one-line message and an exit code; with a JSON output
+    format, `run` still ends with one result object of `subtype`."""
+
+    def __init__(
+        self,
+        message: str,
+        exit_code: int = EXIT_FAILURE,
+        subtype: ResultSubtype = "error_during_execution",
+    ) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.subtype: ResultSubtype = subtype
+
+
+class FailureEdge(TyperGroup):
+    """The app's group: an `AgentTutorialError` from any command below it is printed as one
+    line and exits with the error's code; nothing else is caught (a bug keeps its
+    traceback)."""
+
+    # `Any`: the base class types it as typer's private copy of click's Context.
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AgentTutorialError as error:
+            print_error(_error_console(ctx), str(error))
+            raise typer.Exit(error.exit_code) from None
+
+
+def use_error_console(ctx: typer.Context, err: Console) -> None:
+    """Print this command's failure on `err` (the console `--no-color` shaped)."""
+    ctx.meta[_ERROR_CONSOLE] = err
+
+
+def _error_console(ctx: typer.Context) -> Console:
+    """The console the command chose (`ctx.meta` is shared with every nested context), or
+    a plain stderr one."""
+    console: Console | None = ctx.meta.get(_ERROR_CONSOLE)
+    if console is None:
+        from agent_tutorial.render import make_consoles
+
+        _, console = make_consoles()
+    return console
+
+
+def print_error(err: Console, message: str) -> None:
+    from agent_tutorial.render import error_line
+
+    err.print(error_line(message), highlight=False)
+
+
+def print_warnings(err: Console, lines: list[str]) -> None:
+    from rich.text import Text
+
+    from agent_tutorial.core.text import printable
+
+    for line in lines:
+        err.print(Text.assemble(("warning: ", "yellow"), printable(line)), highlight=False)

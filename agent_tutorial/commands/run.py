@@ -1,0 +1,323 @@
+"""What `agent-tutorial run` does once its flags are parsed: settle the settings and the
+session, have the composition root connect the model and build the conversation, then run
+the one prompt (or open the REPL) and report. A failure goes on to the edge
+(`commands.edge`) as an `AgentTutorialError`; a JSON run first ends with its result object.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from contextlib import ExitStack, closing
+from dataclasses import replace
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import typer
+
+from agent_tutorial.commands.edge import CommandFailed, print_warnings, use_error_console
+from agent_tutorial.commands.process import adopt_orphans
+from agent_tutorial.commands.prompt_input import read_prompt, stdin_is_terminal
+from agent_tutorial.core.errors import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    AgentTutorialError,
+)
+
+# Everything heavy is imported where it is used: this module is on every command's start-up
+# path (tests/test_startup.py guards it).
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agent_tutorial.config import Settings
+    from agent_tutorial.conversation import Conversation, ConversationSetup
+    from agent_tutorial.core.events import EventSink
+    from agent_tutorial.core.loop import RunResult
+    from agent_tutorial.features.compaction import CompactionStrategy
+    from agent_tutorial.headless import ResultSubtype, RunReport
+    from agent_tutorial.render import TerminalRenderer
+    from agent_tutorial.resuming import ResumeChoice
+
+
+class OutputFormat(StrEnum):
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
+def run_command(ctx: typer.Context, options: RunOptions, *, no_color: bool) -> None:
+    """The whole `run`: its output (text, or JSON ending with one result object either
+    way) and, on failure, the error for the edge to print."""
+    from agent_tutorial.headless import RunOutcome, RunReport
+    from agent_tutorial.render import make_consoles
+
+    out, err = make_consoles(no_color=no_color)
+    use_error_console(ctx, err)
+    report = RunReport(options.output_format.value, file=sys.stdout, started=time.monotonic())
+    try:
+        with ExitStack() as opened:  # what the run opened (the model's connections)
+            _run(options, report, out, err, opened)
+    except AgentTutorialError as failure:  # a JSON run still ends with its result object
+        outcome = RunOutcome(_subtype(failure), error=str(failure))
+        report.finish(outcome, chapter=options.chapter or 8)
+        raise
+
+
+def _subtype(failure: AgentTutorialError) -> ResultSubtype:
+    return failure.subtype if isinstance(failure, CommandFailed) else "error_during_execution"
+
+
+class RunOptions(NamedTuple):
+    """The `run` command's flags, as the steps below need them. (A NamedTuple: it costs
+    less to define than a dataclass, and this module is on every command's start-up path.)"""
+
+    chapter: int | None
+    """None unless --chapter was given: then 8, or a resumed session's own chapter."""
+    prompt: str | None
+    flags: Mapping[str, object]
+    output_format: OutputFormat
+    verbose: bool
+    resume_latest: bool
+    resume_id: str | None
+    compaction: CompactionStrategy | None = None
+
+
+def _run(
+    options: RunOptions, report: RunReport, out: Console, err: Console, opened: ExitStack
+) -> None:
+    """Settle the settings and the session, open the conversation, then either hand it to
+    the REPL or run the one prompt and report its answer."""
+    from agent_tutorial.render import rendering
+
+    adopt_orphans()
+    workspace = Path.cwd().resolve()
+    settings = _with_strategy(_settings_or_exit(workspace, options.flags), options.compaction)
+    resume = _resume_choice(workspace, options.resume_latest, options.resume_id, err)
+    chapter = _chapter_or_note(resume, options.chapter, err)
+    interactive = options.prompt is None and stdin_is_terminal()
+    if interactive:
+        _refuse_json_repl(options.output_format)
+    text = "" if interactive else read_prompt(options.prompt, settings.max_stdin_bytes)
+    renderer = _renderer(options, out, err, interactive=interactive)
+    # Only now connect (chapter 8 asks the server for its window): a usage error should not
+    # wait on the network.
+    setup = _conversation_setup(settings, workspace, chapter, report.sinks(renderer), err, opened)
+    conversation = _open_or_exit(setup, resume, err)
+    _start_report(report, conversation, setup.settings)
+    with closing(conversation):
+        if interactive:
+            _repl_or_exit(conversation, report, renderer, setup.settings)
+            return
+        with rendering(renderer):
+            result = _run_or_exit(conversation, text)
+    _finish_run(report, result, renderer, chapter, options.output_format)
+
+
+def _refuse_json_repl(output_format: OutputFormat) -> None:
+    """The REPL speaks text: opening it would silently drop the JSON that was asked for."""
+    if output_format is not OutputFormat.text:
+        raise CommandFailed(
+            f"--output-format {output_format.value} needs a prompt: pass --prompt TEXT or "
+            "pipe one on standard input",
+            EXIT_USAGE,
+        )
+
+
+def _with_strategy(settings: Settings, strategy: CompactionStrategy | None) -> Settings:
+    """The settings with `--compaction`'s strategy, when it was given."""
+    if strategy is None:
+        return settings
+    compaction = replace(settings.compaction, strategy=strategy)
+    return settings.model_copy(update={"compaction": compaction})
+
+
+def _renderer(
+    options: RunOptions, out: Console, err: Console, *, interactive: bool
+) -> TerminalRenderer:
+    """The REPL streams and renders markdown; a one-shot run streams its answer only as
+    text to a terminal (otherwise it is written whole at the end, or as JSON)."""
+    from agent_tutorial.render import TerminalRenderer
+
+    text_output = options.output_format is OutputFormat.text
+    return TerminalRenderer(
+        out,
+        err,
+        stream_answer=interactive or (text_output and out.is_terminal),
+        verbose=options.verbose,
+        markdown=interactive,
+    )
+
+
+def _conversation_setup(
+    settings: Settings,
+    workspace: Path,
+    chapter: int,
+    sinks: list[EventSink],
+    err: Console,
+    opened: ExitStack,
+) -> ConversationSetup:
+    """What the conversation is built from: the composition root's model client (and the
+    settings it settled); approval is asked only when a person is there to answer on a
+    terminal."""
+    from agent_tutorial.approval import TerminalApprover
+    from agent_tutorial.bootstrap import connect_model
+    from agent_tutorial.conversation import ConversationSetup
+    from agent_tutorial.profiles import profile_for_chapter
+
+    profile = profile_for_chapter(chapter)
+    connection = connect_model(settings, workspace, profile, opened)
+    return ConversationSetup(
+        profile=profile,
+        settings=connection.settings,
+        workspace=workspace,
+        model=connection.model,
+        approver=TerminalApprover(err) if stdin_is_terminal() and err.is_terminal else None,
+        sinks=sinks,
+    )
+
+
+def _start_report(report: RunReport, conversation: Conversation, settings: Settings) -> None:
+    window = conversation.agent.context_meter.window
+    report.summary.context_window_tokens = None if window is None else window.tokens
+    report.start(
+        _init_record(conversation, settings.model or ""), lambda: conversation.saved_session_id
+    )
+
+
+def _finish_run(
+    report: RunReport,
+    result: RunResult,
+    renderer: TerminalRenderer,
+    chapter: int,
+    output_format: OutputFormat,
+) -> None:
+    """Text output not streamed as it came is written whole; then the result record."""
+    from agent_tutorial.core.text import printable
+    from agent_tutorial.headless import RunOutcome
+
+    if output_format is OutputFormat.text and not renderer.stream_answer:
+        sys.stdout.write(printable(result.final_text.rstrip("\n")) + "\n")
+    report.finish(RunOutcome("success", final_text=result.final_text), chapter=chapter)
+
+
+def _init_record(conversation: Conversation, model: str) -> dict[str, Any]:
+    from agent_tutorial.headless import init_record
+
+    agent = conversation.agent
+    return init_record(
+        session_id=conversation.session_id,
+        chapter=agent.profile.chapter,
+        model=model,
+        tools=[spec.name for spec in agent.runner.tools.specs()],
+        cwd=str(agent.workspace),
+    )
+
+
+def _resume_choice(
+    workspace: Path, latest: bool, session_id: str | None, err: Console
+) -> ResumeChoice | None:
+    """The session to resume, validated; the newer ones `--continue` skipped are named."""
+    from agent_tutorial.features.sessions import SessionError, SessionLookupError
+    from agent_tutorial.resuming import NothingToContinue, choose_session
+
+    if latest and session_id is not None:  # which one was meant is a guess: ask
+        raise CommandFailed("--continue and --resume each choose a session; pass one", EXIT_USAGE)
+    try:
+        choice = choose_session(workspace, latest, session_id)
+    except NothingToContinue as error:
+        print_warnings(err, error.skipped)
+        raise CommandFailed(str(error), EXIT_USAGE) from None
+    except SessionLookupError as error:
+        raise CommandFailed(str(error), EXIT_USAGE) from None
+    except SessionError as error:
+        raise CommandFailed(f"cannot resume: {error}", EXIT_FAILURE) from None
+    if choice is not None:
+        print_warnings(err, choice.skipped)
+    return choice
+
+
+def _chapter_or_note(choice: ResumeChoice | None, requested: int | None, err: Console) -> int:
+    from agent_tutorial.resuming import chapter_for
+
+    chapter, note = chapter_for(choice, requested)
+    if note is not None:
+        print_warnings(err, [note])
+    return chapter
+
+
+def _open_or_exit(
+    setup: ConversationSetup, resume: ResumeChoice | None, err: Console
+) -> Conversation:
+    """A new conversation, or the resumed one, which is then named on stderr."""
+    from agent_tutorial.conversation import Conversation
+    from agent_tutorial.features.sessions import SessionError
+
+    try:
+        conversation = Conversation.open(setup, None if resume is None else resume.path)
+    except SessionError as error:
+        raise CommandFailed(f"cannot resume: {error}", EXIT_FAILURE) from None
+    if resume is not None:
+        err.print(resume.resumed_line(setup.profile.chapter), style="dim", highlight=False)
+    return conversation
+
+
+def _settings_or_exit(workspace: Path, flags: Mapping[str, object]) -> Settings:
+    """The settings (a `ConfigError` is a usage error, exit 2), with every one set that a
+    run needs."""
+    from agent_tutorial.config import load_settings, missing_settings
+
+    settings = load_settings(workspace, flags)
+    missing = missing_settings(settings)
+    if missing:
+        raise CommandFailed(
+            f"missing setting(s): {', '.join(missing)}. Set them in the environment or in "
+            ".agent_tutorial/ (see .agent_tutorial.example/), or use --model demo.",
+            EXIT_USAGE,
+        )
+    return settings
+
+
+def _run_or_exit(conversation: Conversation, prompt: str) -> RunResult:
+    """The run's result; a model or run error goes on to the edge as it is (exit 1)."""
+    from agent_tutorial.core.loop import MaxTurnsExceeded, TurnInterrupted
+
+    try:
+        return conversation.run(prompt)
+    except (TurnInterrupted, KeyboardInterrupt):
+        raise _interrupted() from None
+    except MaxTurnsExceeded as error:
+        raise CommandFailed(str(error), EXIT_FAILURE, "error_max_turns") from None
+
+
+def _repl_or_exit(
+    conversation: Conversation,
+    report: RunReport,
+    renderer: TerminalRenderer,
+    settings: Settings,
+) -> None:
+    """The REPL until it ends; SIGTERM or SIGHUP end it as an interrupted run."""
+    from agent_tutorial.commands.process import termination_exit_code
+    from agent_tutorial.core.loop import TurnInterrupted
+    from agent_tutorial.repl import Repl
+
+    repl = Repl(conversation, report.summary, renderer, model_name=settings.model or "")
+    try:
+        repl.loop()
+    except (TurnInterrupted, KeyboardInterrupt):
+        if termination_exit_code() is None:
+            raise  # a bug: the REPL handles Ctrl-C itself
+    if termination_exit_code() is not None:
+        raise _interrupted()
+
+
+def _interrupted() -> CommandFailed:
+    """Ctrl-C (130), or SIGTERM (143) and SIGHUP (129), which end a run the same way."""
+    from agent_tutorial.commands.process import termination_exit_code, termination_name
+
+    code = termination_exit_code()
+    if code is None:
+        return CommandFailed("interrupted", EXIT_INTERRUPTED)
+    return CommandFailed(f"interrupted by {termination_name()}", code)

@@ -1,0 +1,117 @@
+"""`agent-tutorial sessions list|prune|show`: saved conversations in
+`.agent_tutorial/sessions`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agent_tutorial.commands.edge import CommandFailed, print_warnings
+from agent_tutorial.core.errors import EXIT_FAILURE, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from agent_tutorial.features.sessions import LoadedSession
+
+sessions_app = typer.Typer(help="Saved conversations in .agent_tutorial/sessions.")
+
+
+@sessions_app.command("list", short_help="Saved sessions, newest first, damaged ones too.")
+def sessions_list(
+    check: Annotated[
+        bool, typer.Option("--check", help="Read every file whole and show its first bad line.")
+    ] = False,
+) -> None:
+    """Saved sessions, newest first, damaged ones too (listing reads only each file's first
+    lines; --check reads them whole, as resuming would). With --check, exit 1 if any is
+    damaged."""
+    from rich.text import Text
+
+    from agent_tutorial.core.text import printable
+    from agent_tutorial.features.sessions import SessionError, check_session, list_sessions
+    from agent_tutorial.render import make_consoles, session_table
+
+    out, _ = make_consoles()
+    try:
+        found = list_sessions(Path.cwd().resolve())
+    except SessionError as error:
+        raise CommandFailed(str(error), EXIT_FAILURE) from None
+    if not found:
+        out.print("no saved sessions in this workspace")
+        return
+    if not check:
+        out.print(session_table(found))
+        return
+    problems = [check_session(info).problem for info in found]
+    out.print(session_table(found, problems))
+    damaged = [(info, problem) for info, problem in zip(found, problems, strict=True) if problem]
+    for info, problem in damaged:
+        out.print(Text(f"{info.session_id}: {printable(problem)}"), soft_wrap=True)
+    if damaged:
+        raise CommandFailed(
+            f"{len(damaged)} of {len(found)} session(s) cannot be resumed", EXIT_FAILURE
+        )
+
+
+@sessions_app.command(
+    "prune", short_help="Delete sessions older than an age (a dry run without --yes)."
+)
+def sessions_prune(
+    older_than: Annotated[
+        str, typer.Option(help="Age since the last write, such as 12h, 30d or 2w.")
+    ] = "30d",
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete (default: dry run).")] = False,
+) -> None:
+    """Delete sessions last written before an age; only lists them unless --yes. A session
+    open in another process is kept."""
+    from agent_tutorial.features.artifact_catalog import parse_age
+    from agent_tutorial.features.sessions import (
+        SessionError,
+        delete_sessions,
+        sessions_older_than,
+    )
+    from agent_tutorial.render import format_bytes, make_consoles
+
+    out, err = make_consoles()
+    try:
+        age = parse_age(older_than)
+        old = sessions_older_than(Path.cwd().resolve(), age)
+    except ValueError as error:
+        raise CommandFailed(str(error), EXIT_USAGE) from None
+    except SessionError as error:
+        raise CommandFailed(str(error), EXIT_FAILURE) from None
+    for info in old:
+        out.print(f"{info.path.name}  {format_bytes(info.size_bytes)}", highlight=False)
+    if not yes:
+        out.print(f"{len(old)} session(s) older than {older_than}; dry run, pass --yes to delete")
+        return
+    deleted, kept = delete_sessions(old)
+    print_warnings(err, kept)
+    freed = sum(info.size_bytes for info in deleted)
+    out.print(f"deleted {len(deleted)} session(s), {format_bytes(freed)} freed")
+
+
+@sessions_app.command("show")
+def sessions_show(
+    session_id: Annotated[str, typer.Argument(help="An id or unique prefix.")],
+) -> None:
+    """One session's conversation as a table."""
+    from agent_tutorial.core.messages import to_wire
+    from agent_tutorial.render import make_consoles, messages_table
+
+    out, _ = make_consoles()
+    path, loaded = load_named_session(session_id)
+    out.print(messages_table([to_wire(m) for m in loaded.history], title=path.name))
+
+
+def load_named_session(session_id: str) -> tuple[Path, LoadedSession]:
+    """The session an id or prefix names, read whole without repairing it (exit 2 when it
+    cannot be found or read: `sessions show` and `bench --session` ask for it by name)."""
+    from agent_tutorial.features.sessions import SessionError, find_session, load_session
+
+    try:
+        path = find_session(Path.cwd().resolve(), session_id)
+        return path, load_session(path, repair=False)
+    except (SessionError, OSError) as error:
+        raise CommandFailed(str(error), EXIT_USAGE) from None
