@@ -1,13 +1,16 @@
 """The shape the map promises, checked on the source so it cannot drift: composition only
-in the composition root, and one error tree."""
+in the composition root, one error tree, and every imported distribution declared."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.metadata
 import inspect
 import pkgutil
 import re
+import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,3 +130,43 @@ def test_a_path_the_model_gave_is_a_tell_the_model_error_not_a_value_error() -> 
 
     assert not issubclass(WorkspacePathError, ValueError)
     assert issubclass(ProtectedPathError, AgentTutorialError)
+
+
+def distributions_imported_by(paths: list[Path]) -> dict[str, set[str]]:
+    """Top-level module -> the files that import it, for every third-party import."""
+    first_party = {"agent_tutorial", "chapters", "tests"}
+    imported: dict[str, set[str]] = {}
+    for path in paths:
+        for name in imported_modules(path):
+            top = name.split(".")[0]
+            if top not in sys.stdlib_module_names and top not in first_party:
+                imported.setdefault(top, set()).add(path.relative_to(ROOT).as_posix())
+    return imported
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def declared_distributions() -> set[str]:
+    """What a user's install gets: the dependencies and the optional extras, not `dev`."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = [deps for name, deps in project["optional-dependencies"].items() if name != "dev"]
+    requirements = [*project["dependencies"], *(req for deps in extras for req in deps)]
+    return {canonical(re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0]) for req in requirements}
+
+
+def test_every_distribution_the_package_imports_is_declared() -> None:
+    """`import httpx2` is satisfied today only because the SDK needs it too; declared, it
+    cannot vanish with a change of SDK version."""
+    owners = importlib.metadata.packages_distributions()
+    sources = [*PACKAGE.rglob("*.py"), *(ROOT / "chapters").glob("*.py")]
+    declared = declared_distributions()
+    undeclared = {
+        module: sorted(files)
+        for module, files in distributions_imported_by(sources).items()
+        # A module not installed here (matplotlib, an extra) must be named as it installs.
+        if not {canonical(dist) for dist in owners.get(module, [module])} & declared
+    }
+
+    assert undeclared == {}
