@@ -6,13 +6,14 @@ from pathlib import Path
 
 from agent_tutorial.bootstrap import AgentDeps, CompactionHooks, build_agent
 from agent_tutorial.config import load_settings
-from agent_tutorial.core.events import EventBus, EventLog, Notice
+from agent_tutorial.core.events import EventBus, Notice
 from agent_tutorial.core.hooks import HookError, HookInput, HookOutcome, HookRegistry
 from agent_tutorial.core.loop import FullContext
 from agent_tutorial.core.messages import ToolMessage, tool_call
 from agent_tutorial.features.compaction import CompactionSettings, summary_message
 from agent_tutorial.profiles import P07, P08, PROFILES
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
+from tests.event_log import EventLog
 from tests.test_compaction_support import SUMMARY, FakeSummarizer, history_with
 
 CHAPTER_8_TOOLS = [

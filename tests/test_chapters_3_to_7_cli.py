@@ -15,7 +15,7 @@ import pytest
 
 from agent_tutorial.bootstrap import AgentDeps, build_agent
 from agent_tutorial.config import Settings
-from agent_tutorial.core.events import Event, EventBus, EventLog, PermissionDecided
+from agent_tutorial.core.events import Event, EventBus, PermissionDecided
 from agent_tutorial.core.messages import from_wire, tool_call, validate_tool_pairing
 from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
 from agent_tutorial.profiles import P03
@@ -31,6 +31,7 @@ from tests.contracts import (
     tool_names,
     tool_reply_for,
 )
+from tests.event_log import EventLog
 from tests.loopback import LoopbackServer, system_notes, text_stream, tool_stream
 
 # --- helpers -----------------------------------------------------------------------------

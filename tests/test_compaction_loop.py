@@ -9,7 +9,7 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from agent_tutorial.core.events import EventBus, EventLog, Notice
+from agent_tutorial.core.events import EventBus, Notice
 from agent_tutorial.core.loop import AgentRunner, ContextOverflowError
 from agent_tutorial.core.messages import (
     ChatMessage,
@@ -28,6 +28,7 @@ from agent_tutorial.features.compaction import (
     summary_message,
 )
 from agent_tutorial.testing import ScriptedModel, ScriptedReply, text_reply, tool_reply
+from tests.event_log import EventLog
 from tests.test_compaction_support import (
     SUMMARY,
     TRANSCRIPT_1,

@@ -12,7 +12,6 @@ from agent_tutorial.adapters.demo import DEMO_BANNER, SUBAGENT_MARKER, DemoModel
 from agent_tutorial.core.events import (
     CompactionApplied,
     EventBus,
-    EventLog,
     ModelReplied,
     TextDelta,
     ToolFinished,
@@ -38,6 +37,7 @@ from agent_tutorial.features.compaction import (
 from agent_tutorial.features.skills import SkillRegistry, load_skill_tool
 from agent_tutorial.features.subagents import subagent_tools, task_tool
 from agent_tutorial.features.todos import TodoTracker, todo_write_tool
+from tests.event_log import EventLog
 
 SUMMARY_FIELDS = {
     "current_goal",

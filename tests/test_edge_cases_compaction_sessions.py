@@ -23,7 +23,7 @@ from rich.console import Console
 
 from agent_tutorial.config import load_settings
 from agent_tutorial.conversation import Conversation, ConversationSetup
-from agent_tutorial.core.events import CompactionApplied, EventLog, MessageAppended
+from agent_tutorial.core.events import CompactionApplied, MessageAppended
 from agent_tutorial.core.messages import (
     ChatMessage,
     assistant_message,
@@ -46,6 +46,7 @@ from agent_tutorial.repl import Repl
 from agent_tutorial.run_summary import RunSummary
 from agent_tutorial.testing import ScriptedModel, ScriptedReply, text_reply, tool_reply
 from tests.conftest import TEST_API_KEY, costly_property
+from tests.event_log import EventLog
 from tests.loopback import LoopbackServer, text_stream
 from tests.strategies import MessageGroup, paired_message_groups
 from tests.test_compaction_support import (

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.adapters.hook_runner import command_hook
-from agent_tutorial.core.events import EventBus, EventLog, Notice
+from agent_tutorial.core.events import EventBus, Notice
 from agent_tutorial.core.hooks import (
     CommandHookConfig,
     HookCallback,
@@ -35,6 +35,7 @@ from agent_tutorial.core.tools import ParsedCall, ToolResult, tool_success
 from agent_tutorial.features.redaction import Redactor
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 from tests.conftest import cli_command, cli_environment, run_measuring_peak_rss, wait_until
+from tests.event_log import EventLog
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 from tests.test_permissions import ScriptedApprover, make_tools, parse
 

@@ -13,7 +13,6 @@ from pydantic import BaseModel, Field
 
 from agent_tutorial.core.events import (
     EventBus,
-    EventLog,
     MessageAppended,
     ModelReplied,
     TextDelta,
@@ -57,6 +56,7 @@ from agent_tutorial.core.tools import (
     tool_success,
 )
 from agent_tutorial.testing import ScriptedModel, ScriptedReply, text_reply, tool_reply
+from tests.event_log import EventLog
 
 
 class EchoInput(BaseModel):

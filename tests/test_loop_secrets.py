@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from agent_tutorial.bootstrap import secret_redactor
 from agent_tutorial.config import load_settings
-from agent_tutorial.core.events import EventBus, EventLog, MessageAppended, ToolFinished
+from agent_tutorial.core.events import EventBus, MessageAppended, ToolFinished
 from agent_tutorial.core.loop import AgentRunner
 from agent_tutorial.core.messages import (
     AssistantMessage,
@@ -33,6 +33,7 @@ from agent_tutorial.core.tools import (
 )
 from agent_tutorial.features.redaction import Redactor
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
+from tests.event_log import EventLog
 
 SECRET = "correct-horse-battery-staple"
 

@@ -8,7 +8,6 @@ from pydantic import BaseModel
 
 from agent_tutorial.core.events import (
     EventBus,
-    EventLog,
     NestedEvent,
     Notice,
     TextDelta,
@@ -27,6 +26,7 @@ from agent_tutorial.core.tools import ToolDefinition, ToolRegistry, ToolResult, 
 from agent_tutorial.features.subagents import NestingSink, subagent_tools, task_tool
 from agent_tutorial.features.todos import TodoTracker, todo_write_tool
 from agent_tutorial.testing import ScriptedModel, ScriptedReply, text_reply, tool_reply
+from tests.event_log import EventLog
 
 
 class NoInput(BaseModel):

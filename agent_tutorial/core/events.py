@@ -132,13 +132,3 @@ class EventBus:
     def emit(self, event: Event) -> None:
         for sink in self._sinks:
             sink.emit(event)
-
-
-class EventLog:
-    """A sink that keeps every event; handy in tests and for the JSON summary."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def emit(self, event: Event) -> None:
-        self.events.append(event)
