@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_tutorial.adapters.sandbox_mounts import SandboxPathError, mount_arguments
+from agent_tutorial.core.errors import AgentTutorialError
 from agent_tutorial.core.sandbox import (
     HIDDEN_HOME_PATHS,
     SANDBOX_MODES,
@@ -81,7 +82,7 @@ _X32_SYSCALL_BIT = 0x40000000
 architecture check, so every rule is repeated for them."""
 
 
-class SandboxUnavailableError(Exception):
+class SandboxUnavailableError(AgentTutorialError):
     """The sandbox was asked for and cannot run here; `reason` says why."""
 
     def __init__(self, reason: str) -> None:

@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from agent_tutorial.core.errors import AgentTutorialError
 from agent_tutorial.core.sandbox import SandboxPolicy
 
 PRIVATE_TMP_BYTES = 512 * 1024 * 1024
@@ -30,7 +31,7 @@ them to commit."""
 _DIRECTORY_MODE = 0o700
 
 
-class SandboxPathError(Exception):
+class SandboxPathError(AgentTutorialError):
     """A path the policy depends on cannot be used (missing, or the workspace is `/`)."""
 
 
