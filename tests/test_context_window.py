@@ -305,7 +305,9 @@ def test_chapter_8_calibrates_with_the_numbers_of_its_compaction_table(
     write_config.write_text("[compaction]\ninitial_bytes_per_token = 4.5\ncalibration_share = 1\n")
     settings = load_settings(workspace, {"model": "m", "base_url": loopback.base_url})
     loopback.queue(text_stream("hi", usage=(2_000, 1)))
-    with OpenAIChatModel(base_url=loopback.base_url, api_key=TEST_API_KEY, model="m") as model:
+    with OpenAIChatModel(
+        base_url=loopback.base_url, api_key=TEST_API_KEY, model="m", redaction=key_redactor()
+    ) as model:
         agent = build_agent(profile_for_chapter(8), AgentDeps(model, workspace, settings))
         assert agent.context_meter.calibration.bytes_per_token == 4.5
         agent.runner.run("hello")
