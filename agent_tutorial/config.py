@@ -52,6 +52,7 @@ from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES, describe_validati
 from agent_tutorial.dotenv_file import read_dotenv
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
+from agent_tutorial.features.redaction import mask_url_passwords
 
 DEMO_MODEL = "demo"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -310,14 +311,15 @@ def _check_base_url(base_url: str | None) -> None:
     every retry as an unreachable endpoint."""
     if not base_url:
         return
+    shown = mask_url_passwords(base_url)
     try:
         parts = urlsplit(base_url)
         parts.port  # noqa: B018 - parsing the port is what raises for a bad one
     except ValueError as error:
-        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} is not a valid URL: {error}") from None
+        raise ConfigError(f"OPENAI_BASE_URL {shown!r} is not a valid URL: {error}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
-            f"OPENAI_BASE_URL {base_url!r} must start with http:// or https:// and name a host, "
+            f"OPENAI_BASE_URL {shown!r} must start with http:// or https:// and name a host, "
             "such as http://localhost:8080/v1"
         )
 

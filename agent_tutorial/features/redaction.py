@@ -2,11 +2,13 @@
 events, the session log, chapter 8's artifacts and the model), and the mask on the model
 adapter's error messages (a server may echo the key back). One `Redactor` implements both.
 
-Two kinds of secret are masked. Known values, the API key in use and the values of
-secret-looking variables in the environment or `.agent_tutorial/.env`, become
+Two kinds of secret are masked. Known values, the API key in use, the values of
+secret-looking variables in the environment or `.agent_tutorial/.env` and the password of
+any URL there (a proxy's `http://user:password@host`, the base URL's), become
 `[REDACTED:NAME]`; well-known token shapes (`sk-`, `pk-` and `rk-` keys, bearer tokens,
 GitHub tokens, AWS access key ids, Slack tokens, PEM private keys, JWTs) become
-`[REDACTED:kind]`. Text that
+`[REDACTED:kind]`, and so does the password of every URL
+(`http://user:[REDACTED:url_password]@host`), always. Text that
 arrives in pieces (a command's output) is redacted as a stream that holds back enough of
 its end that a secret split across two pieces is still caught whole.
 """
@@ -88,6 +90,36 @@ TOKEN_SHAPES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# A URL's password: `scheme://user:password@`. The user may hold an `@`; the password runs
+# to the last `@` before the host, as `urlsplit` reads it. Matched even where the token
+# shapes are off (`redact_secrets = false`): a password in a URL is never meant to be seen.
+URL_PASSWORD = (
+    "url_password",
+    r"://",
+    r"://(?P<url_user>[^\s/?#:]*):(?P<url_secret>[^\s/?#]+)@",
+)
+_URL_PASSWORD = re.compile(URL_PASSWORD[2])
+
+
+def url_password(value: str | None) -> str | None:
+    """The password of the first URL in `value` that has one (`http://user:password@host`),
+    read as the masks read it, however malformed the rest of the URL."""
+    if not value or "://" not in value:
+        return None
+    match = _URL_PASSWORD.search(value)
+    return None if match is None else match["url_secret"]
+
+
+def mask_url_passwords(text: str) -> str:
+    """`text` with the password of every URL in it masked, the host and path kept, for a
+    message that quotes a URL (`http://alice:[REDACTED:url_password]@host/v1`)."""
+    return _URL_PASSWORD.sub(_masked_url_password, text)
+
+
+def _masked_url_password(match: re.Match[str]) -> str:
+    return f"://{match['url_user']}:[REDACTED:url_password]@"
+
+
 def looks_secret(name: str) -> bool:
     """True for `OPENAI_API_KEY`, `github_token`, `DB_PASSWORD`, `AWS_CREDENTIALS`…"""
     upper = name.upper()
@@ -101,9 +133,10 @@ def known_secrets(
     api_key_name: str,
     public: Collection[str | None] = (),
 ) -> dict[str, str]:
-    """Secret value -> the variable name it is shown as, from the API key in use and every
-    secret-looking variable in `sources` (the environment, then `.env`). Values in
-    `public` (the base URL, the model name) are never treated as secrets."""
+    """Secret value -> the variable name it is shown as, from the API key in use, every
+    secret-looking variable in `sources` (the environment, then `.env`) and the password of
+    every URL among their values. Values in `public` (the base URL, the model name) are
+    never treated as secrets, except a URL's password (shown as `url_password`)."""
     shown: set[str] = {value for value in public if value}
     secrets: dict[str, str] = {}
 
@@ -112,10 +145,13 @@ def known_secrets(
             secrets.setdefault(value, name)
 
     add(api_key_name, api_key)
+    for value in public:
+        add("url_password", url_password(value))
     for source in sources:
         for name, value in source.items():
             if looks_secret(name):
                 add(name, value)
+            add(name, url_password(value))
     return secrets
 
 
@@ -131,7 +167,8 @@ class Redacted:
 
 
 class Redactor:
-    """Masks known secret values and, unless `patterns` is False, well-known token shapes.
+    """Masks known secret values, the password of every URL and, unless `patterns` is
+    False, well-known token shapes.
 
     It is also the loop's redaction step (`redact_result`), and hands out streams for text
     that arrives in pieces (`stream()`).
@@ -143,9 +180,9 @@ class Redactor:
         self._names = dict(known)
         alternatives = [f"(?P<known>{'|'.join(map(re.escape, values))})"] if values else []
         triggers = [re.escape(value) for value in values]
-        if patterns:
-            alternatives += [f"(?P<{kind}>{pattern})" for kind, _, pattern in TOKEN_SHAPES]
-            triggers += [core for _, core, _ in TOKEN_SHAPES]
+        shapes = (URL_PASSWORD, *TOKEN_SHAPES) if patterns else (URL_PASSWORD,)
+        alternatives += [f"(?P<{kind}>{pattern})" for kind, _, pattern in shapes]
+        triggers += [core for _, core, _ in shapes]
         self._pattern = re.compile("|".join(alternatives)) if alternatives else None
         # Alternatives that start with a literal are scanned much faster than the full pattern.
         self._trigger = re.compile("|".join(triggers)) if triggers else None
@@ -197,6 +234,8 @@ class Redactor:
         kind = match.lastgroup or "secret"
         if kind == "known":
             return f"[REDACTED:{self._names[match.group()]}]"
+        if kind == URL_PASSWORD[0]:
+            return _masked_url_password(match)
         return f"[REDACTED:{kind}]"
 
 
