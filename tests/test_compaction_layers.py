@@ -6,6 +6,7 @@ import pytest
 
 from agent_tutorial.core.messages import (
     ChatMessage,
+    SystemMessage,
     ToolMessage,
     ToolPairingError,
     assistant_message,
@@ -21,6 +22,12 @@ from agent_tutorial.features.compaction import (
     snip_compact_history,
     transcript_jsonl,
 )
+from agent_tutorial.features.compaction.cache_aware import CacheAwareStrategy
+from agent_tutorial.features.compaction.index import CanonicalIndex
+from agent_tutorial.features.compaction.layers import CheapLayers, Lead
+from agent_tutorial.features.compaction.seed import SeedStrategy
+from agent_tutorial.features.compaction.settings import CompactionSettings
+from agent_tutorial.features.compaction.sizes import message_utf8_bytes
 from tests.test_compaction_support import history_with, tool_group
 
 
@@ -200,3 +207,77 @@ def test_layers_do_not_modify_their_input() -> None:
     micro_compact_history(snip_compact_history(history), keep_recent_tool_groups=0)
 
     assert history == before
+
+
+# --- the layers over the canonical index ------------------------------------------------
+
+
+def snip_only(max_groups: int, keep_head: int) -> SeedStrategy:
+    return SeedStrategy(max_groups, keep_head, None, 10**9)
+
+
+def summary_lead(first_group: int) -> Lead:
+    message = system_message("summary of the groups before")
+    return Lead(message, message_utf8_bytes(message), first_group)
+
+
+def test_a_summary_kept_at_the_head_is_not_counted_as_omitted() -> None:
+    # Ten groups, the first four summarised: the summary and six groups; snip to four
+    # keeps the summary, the marker and the two newest groups.
+    layers = CheapLayers(CanonicalIndex.of(groups_of(10)), snip_only(4, 1))
+
+    request = layers.build(summary_lead(4))
+
+    assert request.messages[1] == system_message("[Compacted: 4 message groups omitted]")
+    assert request.snip_omitted_groups == 4
+
+
+def test_a_summary_snipped_with_the_groups_after_it_counts_as_one_group() -> None:
+    history = groups_of(10)
+    index = CanonicalIndex.of(history)
+    layers = CheapLayers(index, snip_only(4, 0))
+    lead = summary_lead(4)
+
+    request = layers.build(lead)
+
+    # The summary and groups 4-6 make way for the marker; groups 7-9 stay.
+    marker = system_message("[Compacted: 4 message groups omitted]")
+    assert request.messages[0] == marker
+    omitted = lead.utf8_bytes + index.group_bytes(4, 7)
+    assert request.snip_bytes_saved == omitted - message_utf8_bytes(marker)
+
+
+def test_micro_reports_what_clearing_saved_and_leaves_an_already_compacted_result() -> None:
+    history: list[ChatMessage] = [
+        *tool_group(1, content="x" * 500),
+        *tool_group(2, content=COMPACTED_TOOL_RESULT),
+        *tool_group(3, content="recent"),
+    ]
+    layers = CheapLayers(CanonicalIndex.of(history), SeedStrategy(None, 0, 1, 10**9))
+
+    request = layers.build(None)
+
+    cleared = tool_message(COMPACTED_TOOL_RESULT, history[1].tool_call_id)  # type: ignore[union-attr]
+    assert request.micro_cleared_results == 1
+    assert request.micro_bytes_saved == message_utf8_bytes(history[1]) - message_utf8_bytes(cleared)
+    assert request.messages[3] is history[3]
+
+
+def test_micro_compact_history_does_not_snip() -> None:
+    history = groups_of(60)
+
+    assert len(micro_compact_history(history)) == len(history)
+
+
+def test_a_request_exactly_the_size_of_its_budget_is_not_narrowed() -> None:
+    history: list[ChatMessage] = [user_message(f"{n}" * 100) for n in range(6)]
+    index = CanonicalIndex.of(history)
+    strategy = CacheAwareStrategy(CompactionSettings(snip_keep_head_groups=0))
+    size = index.group_bytes(0, 6)
+
+    assert CheapLayers(index, strategy).build(None, size).messages == tuple(history)
+    narrowed = CheapLayers(index, strategy).build(None, size - 1)
+    # One byte over: the oldest group (no head is kept here) gives way to the marker.
+    assert narrowed.messages[1:] == tuple(history[1:])
+    assert isinstance(narrowed.messages[0], SystemMessage)
+    assert narrowed.snip_omitted_groups == 1

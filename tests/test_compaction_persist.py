@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_tutorial.adapters.shell import OutputSpool
 from agent_tutorial.core.loop import ProcessorError
 from agent_tutorial.core.tools import ToolResult, tool_error, tool_success
 from agent_tutorial.features.compaction import (
@@ -14,7 +15,11 @@ from agent_tutorial.features.compaction import (
     CompactionError,
     CompactionSettings,
 )
-from agent_tutorial.features.compaction.persist import ResultPersister
+from agent_tutorial.features.compaction.persist import (
+    ResultPersister,
+    utf8_head_end,
+    utf8_tail_start,
+)
 from agent_tutorial.features.compaction.store import ArtifactStore
 from tests.test_compaction_support import Recorder, make_manager, make_persister
 
@@ -336,3 +341,36 @@ def test_process_tool_results_without_large_results_reports_nothing(workspace: P
 
     assert manager.process_tool_results([tool_success("ok")]) == [tool_success("ok")]
     assert recorder.events == []
+
+
+NY = "ñ".encode()  # c3 b1: the continuation byte has its lowest bit set
+
+
+@pytest.mark.parametrize(
+    ("data", "limit", "end"),
+    [(b"abc", 3, 3), (b"abc", 5, 3), (NY, 1, 0), (b"a" + NY, 2, 1), (b"a" + NY, 3, 3)],
+)
+def test_a_head_ends_on_a_character_boundary(data: bytes, limit: int, end: int) -> None:
+    assert utf8_head_end(data, limit) == end
+
+
+@pytest.mark.parametrize(
+    ("data", "limit", "start"), [(b"abc", 0, 3), (b"a" + NY, 1, 3), (b"a" + NY, 2, 1)]
+)
+def test_a_tail_starts_on_a_character_boundary(data: bytes, limit: int, start: int) -> None:
+    assert utf8_tail_start(data, limit, not_before=0) == start
+
+
+def test_a_spooled_output_is_persisted_whole(workspace: Path) -> None:
+    spool = OutputSpool(10**6)
+    whole = b"line\n" * 10_000
+    spool.write(whole)
+    spool.finish(whole[-100:])
+    shown = "line\n" * 10 + "[...]"  # what the tool kept in memory is only part of it
+    result = ToolResult(content=shown, whole_output=spool)
+
+    batch = make_persister(workspace, persist_threshold_bytes=1_000).persist([result])
+
+    (artifact,) = batch.artifacts
+    assert artifact.reference.original_bytes == len(whole)
+    assert artifact.reference.path.read_bytes() == whole

@@ -196,7 +196,9 @@ def test_the_budget_follows_the_shared_calibration() -> None:
     "accounting", [{"reserved_bytes": -1}, {"max_output_tokens": 0}, {"max_output_tokens": -5}]
 )
 def test_impossible_window_accounting_is_a_value_error(accounting: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+    (name, value), *_ = accounting.items()
+    relation = ">= 0" if name == "reserved_bytes" else "positive"
+    with pytest.raises(ValueError, match=f"^{name} must be {relation}, got {value}$"):
         WindowAccounting(**accounting)
 
 
@@ -379,6 +381,31 @@ def test_cache_aware_forgets_its_cuts_on_reset() -> None:
     strategy.reset()
 
     assert strategy.groups_to_clear([10, 11, 12, 13]) == 0
+
+
+def test_a_fresh_or_reset_cache_aware_strategy_clears_no_group_not_even_the_first() -> None:
+    strategy = CacheAwareStrategy(SMALL)
+    assert strategy.groups_to_clear([0, 1, 2]) == 0
+
+    strategy.clear_more(150, None, lambda: [(0, 30), (1, 30), (2, 30), (3, 30)])
+    strategy.reset()
+
+    assert strategy.groups_to_clear([0, 1, 2]) == 0
+
+
+def test_cache_aware_marks_follow_a_known_budget() -> None:
+    # Budget 100: the high mark is 50, not the configured 100, so 60 B is past it.
+    assert CacheAwareStrategy(SMALL).clear_more(60, 100, lambda: GROUPS) == 2
+
+
+def test_cache_aware_never_clears_the_recent_groups_in_a_step() -> None:
+    assert CacheAwareStrategy(SMALL).clear_more(150, None, lambda: GROUPS[:2]) == 0
+
+
+def test_a_request_over_its_budget_is_narrowed_even_below_the_high_mark() -> None:
+    # A budget of 0 B: the high mark stays at its least, 1 B, which the request does not
+    # pass, yet it is over the budget.
+    assert CacheAwareStrategy(SMALL).clear_more(1, 0, lambda: GROUPS) == 1
 
 
 SNIPPING = CompactionSettings(cache_snip_max_groups=8, cache_snip_keep_groups=5)

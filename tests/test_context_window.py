@@ -227,6 +227,37 @@ def test_calibration_ignores_counts_that_cannot_be_about_the_request() -> None:
     assert calibration.bytes_per_token == INITIAL
 
 
+@pytest.mark.parametrize(
+    ("request_bytes", "prompt_tokens", "counted"),
+    [(1, 1, True), (8, 1, True), (9, 1, False), (1, 2, False), (5, 0, False)],
+)
+def test_calibration_counts_1_to_8_bytes_a_token_both_ends_included(
+    request_bytes: int, prompt_tokens: int, counted: bool
+) -> None:
+    calibration = TokenCalibration()
+
+    calibration.observe(request_bytes, prompt_tokens)
+    calibration.observe(request_bytes, prompt_tokens)
+
+    assert calibration.observations == (2 if counted else 0)
+    assert (calibration.bytes_per_token != INITIAL_BYTES_PER_TOKEN) is counted
+
+
+def test_tokens_are_bytes_over_the_calibrated_bytes_per_token() -> None:
+    assert TokenCalibration(4.0).tokens_for(10_002) == 2_500
+    assert TokenCalibration(4.0).bytes_for(2_500) == 10_000
+
+
+@pytest.mark.parametrize("tokens", [0, -1])
+def test_a_window_of_no_tokens_is_refused(tokens: int) -> None:
+    with pytest.raises(ValueError, match=f"^the context window must be positive, got {tokens}$"):
+        WindowSize.of(tokens)
+
+
+def test_a_window_of_one_token_is_a_window() -> None:
+    assert WindowSize.of(1, 8_192).tokens == 1
+
+
 def test_the_reply_reserve_is_at_most_a_quarter_of_the_window() -> None:
     assert WindowSize.of(4_096, 8_192).output_cap_tokens == 1_024
     assert WindowSize.of(128_000, 8_192).output_cap_tokens == 8_192

@@ -107,13 +107,16 @@ def _diff(functions: dict[str, str], mutant: str) -> list[str]:
 
 
 def _read_exclusions(path: Path) -> list[Exclusion]:
-    """`name | mutated line | why` per line; `#` starts a comment line."""
+    """`name | mutated line | why` per line (the line may hold ` | ` itself, as in
+    `Lead | None`; the name and the why do not); `#` starts a comment line."""
     exclusions = []
     for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        parts = [part.strip() for part in line.split(" | ", 2)]
-        if len(parts) != 3 or not all(parts):
+        name, _, rest = line.partition(" | ")
+        mutated_line, _, why = rest.rpartition(" | ")
+        parts = [name.strip(), mutated_line.strip(), why.strip()]
+        if not all(parts):
             raise SystemExit(f"{path}:{number}: expected `name | mutated line | why`")
         exclusions.append(Exclusion(*parts))
     return exclusions
