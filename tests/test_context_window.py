@@ -240,12 +240,14 @@ def test_calibration_counts_1_to_8_bytes_a_token_both_ends_included(
     calibration.observe(request_bytes, prompt_tokens)
 
     assert calibration.observations == (2 if counted else 0)
-    assert (calibration.bytes_per_token != INITIAL_BYTES_PER_TOKEN) is counted
+    assert (calibration.bytes_per_token != TokenCalibration().bytes_per_token) is counted
 
 
 def test_tokens_are_bytes_over_the_calibrated_bytes_per_token() -> None:
-    assert TokenCalibration(4.0).tokens_for(10_002) == 2_500
-    assert TokenCalibration(4.0).bytes_for(2_500) == 10_000
+    calibration = TokenCalibration(CompactionSettings(initial_bytes_per_token=4.0))
+
+    assert calibration.tokens_for(10_002) == 2_500
+    assert calibration.bytes_for(2_500) == 10_000
 
 
 @pytest.mark.parametrize("tokens", [0, -1])
