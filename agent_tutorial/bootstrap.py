@@ -42,13 +42,13 @@ from agent_tutorial.features.compaction import (
     ModelHistorySummarizer,
 )
 from agent_tutorial.features.compaction.budget import TokenCalibration, WindowAccounting
+from agent_tutorial.features.compaction.store import ARTIFACTS_RELATIVE_PATH
 from agent_tutorial.features.context_window import (
     ContextMeter,
     MeteredModel,
     request_utf8_bytes,
 )
 from agent_tutorial.features.project_instructions import (
-    InstructionsError,
     ProjectInstructions,
     read_project_instructions,
 )
@@ -83,7 +83,7 @@ CHAPTER_GUIDANCE = {
     "as you go.",
     Capability.SUBAGENTS: "Delegate a self-contained investigation with task; the helper "
     "starts fresh, so give it everything it needs in the prompt.",
-    Capability.COMPACTION: "Large tool results are saved to .agent_tutorial/artifacts and "
+    Capability.COMPACTION: "Large tool results are saved to {artifacts} and "
     "shown as previews; read the file with read_file if you need more of it.",
 }
 # A subagent has neither todo_write nor task, so it is not told to use them.
@@ -98,6 +98,9 @@ class Agent:
     profile: ChapterProfile
     events: EventBus
     workspace: Path
+    """The tools' boundary."""
+    project_root: Path
+    """Where `.agent_tutorial/` is: the workspace or a folder above it."""
     context_meter: ContextMeter = field(default_factory=lambda: ContextMeter(None))
     """The model's window, when known, and the bytes-per-token calibration (chapter 8)."""
     compaction: CompactionManager | None = None
@@ -119,7 +122,12 @@ class ModelConnection:
 
 
 def connect_model(
-    settings: Settings, workspace: Path, profile: ChapterProfile, opened: ExitStack
+    settings: Settings,
+    workspace: Path,
+    profile: ChapterProfile,
+    opened: ExitStack,
+    *,
+    project_root: Path | None = None,
 ) -> ModelConnection:
     """The model client for a run of `profile`: chapter 8 budgets against the window, so
     an unset one is asked of the server first, and the demo plays its long tour. The
@@ -130,7 +138,7 @@ def connect_model(
     model = open_model_client(
         settings,
         workspace,
-        redactor=secret_redactor(settings, workspace),
+        redactor=secret_redactor(settings, project_root or workspace),
         long_demo=compaction,
         opened=opened,
     )
@@ -141,11 +149,25 @@ def connect_model(
 class AgentDeps:
     model: ModelClient
     workspace: Path
+    """The tools' boundary: the directory the agent started in."""
     settings: Settings
     approver: Approver | None = None
     events: EventBus = field(default_factory=EventBus)
     history: Sequence[ChatMessage] = ()
     max_turns: int | None = None
+    project_root: Path | None = None
+    """The project root at or above `workspace` whose `.agent_tutorial/` holds the `.env`,
+    skills and artifacts (`project.find_project`); None: the workspace itself."""
+
+    @property
+    def root(self) -> Path:
+        return self.project_root or self.workspace
+
+    @property
+    def outer_state_dir(self) -> Path | None:
+        """The state folder when it lies above the tools' boundary, else None."""
+        root = self.root.resolve()
+        return None if root == self.workspace.resolve() else root / STATE_DIR
 
 
 def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
@@ -157,10 +179,11 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         profile=profile,
         events=deps.events,
         workspace=deps.workspace,
+        project_root=deps.root,
         context_meter=ContextMeter(context_window(deps.settings)),
     )
-    redactor = secret_redactor(deps.settings, deps.workspace)
-    _add_core_tools(profile, tools, deps.workspace, deps.settings, redactor)
+    redactor = secret_redactor(deps.settings, deps.root)
+    _add_core_tools(profile, tools, deps, redactor)
     hooks = _hooks(profile, deps, redactor)
     guards, turn_guards = _guards(profile, deps, hooks)
     guidance = _add_todos_and_task(agent, deps, tools, guards)
@@ -213,11 +236,11 @@ def _add_todos_and_task(
 def _add_project_knowledge(agent: Agent, deps: AgentDeps, tools: ToolRegistry) -> None:
     """Chapter 7: the project's skills (a catalog, loaded on demand) and its AGENTS.md."""
     if Capability.SKILLS in agent.profile:
-        agent.skills = _discover_skills(deps.workspace, deps.events)
+        agent.skills = _discover_skills(deps.root, deps.events)
         tools.register(load_skill_tool(agent.skills))
     if Capability.PROJECT_INSTRUCTIONS in agent.profile:
         agent.reads_instructions = True
-        agent.instructions = _project_instructions(deps.workspace, deps.settings, deps.events)
+        agent.instructions = _project_instructions(deps)
 
 
 def _add_compaction(
@@ -236,12 +259,13 @@ def _add_compaction(
     if hooks is not None:
         summarizer = CompactionHooks(summarizer, hooks, deps.workspace, deps.events)
     agent.compaction = CompactionManager(
-        deps.workspace,
+        deps.root,
         summarizer,
         deps.settings.compaction,
         context_window_tokens=deps.settings.context_window_tokens,
         on_event=deps.events.emit,
         window_accounting=_window_accounting(agent, deps.settings, tools, system_prompt),
+        tools_workspace=deps.workspace,
     )
     return model
 
@@ -264,7 +288,7 @@ def _system_prompt(agent: Agent, *, subagent: bool = False) -> str:
     (always on) and the skill catalog (loaded on demand)."""
     parts = [BASE_PROMPT.format(workspace=encodable(str(agent.workspace)))]
     parts += [
-        text
+        text.format(artifacts=_artifacts_shown(agent))
         for capability, text in CHAPTER_GUIDANCE.items()
         if capability in agent.profile and not (subagent and capability in PARENT_ONLY_GUIDANCE)
     ]
@@ -273,6 +297,14 @@ def _system_prompt(agent: Agent, *, subagent: bool = False) -> str:
     if agent.skills is not None:
         parts.append(agent.skills.catalog_text())
     return "\n\n".join(part for part in parts if part)
+
+
+def _artifacts_shown(agent: Agent) -> str:
+    """The artifacts folder as the read tools reach it: workspace-relative, or absolute
+    when the project root holding it lies above the workspace."""
+    if agent.project_root == agent.workspace:
+        return ARTIFACTS_RELATIVE_PATH
+    return encodable(str(agent.project_root / ARTIFACTS_RELATIVE_PATH))
 
 
 def _show_plan(events: EventBus, items: tuple[TodoItem, ...]) -> None:
@@ -294,12 +326,11 @@ def secret_redactor(settings: Settings, workspace: Path) -> Redactor:
 
 
 def _add_core_tools(
-    profile: ChapterProfile,
-    tools: ToolRegistry,
-    workspace: Path,
-    settings: Settings,
-    redactor: Redactor,
+    profile: ChapterProfile, tools: ToolRegistry, deps: AgentDeps, redactor: Redactor
 ) -> None:
+    """bash, the file tools and the search tools, each inside the workspace; the state
+    folder's artifacts/ and skills/ stay readable when it lies above it."""
+    workspace, settings, state_dir = deps.workspace, deps.settings, deps.outer_state_dir
     if Capability.BASH in profile:
         bash = BashSettings(
             include_env=frozenset(settings.shell_environment.include),
@@ -309,10 +340,11 @@ def _add_core_tools(
         )
         tools.register(bash_tool(workspace, bash))
     if Capability.FILE_TOOLS in profile:
-        for tool in file_tools(workspace):
+        for tool in file_tools(workspace, state_dir=state_dir):
             tools.register(tool)
     if Capability.SEARCH_TOOLS in profile:
-        for tool in search_tools(workspace, grep_time_budget_s=settings.grep_time_budget_s):
+        budget_s = settings.grep_time_budget_s
+        for tool in search_tools(workspace, grep_time_budget_s=budget_s, state_dir=state_dir):
             tools.register(tool)
 
 
@@ -324,7 +356,7 @@ def _guards(
     policy = None
     if Capability.PERMISSIONS in profile:
         policy = PermissionPolicy(
-            Workspace(deps.workspace),
+            Workspace(deps.workspace, state_dir=deps.outer_state_dir),
             mode=deps.settings.permission_mode,
             rules=deps.settings.permissions.rules,
             approver=_announcing(deps.approver, deps.events),
@@ -430,19 +462,14 @@ def _child_runner(deps: AgentDeps, parent: Agent, guards: Sequence[CallGuard]) -
     )
 
 
-def _project_instructions(
-    workspace: Path, settings: Settings, events: EventBus
-) -> ProjectInstructions | None:
-    limit = settings.project_instructions_max_bytes
-    try:
-        instructions = read_project_instructions(workspace, limit)
-    except InstructionsError as error:
-        events.emit(Notice("warning", str(error)))
-        return None
-    note = instructions.truncation_note(limit) if instructions else None
-    if note is not None:
-        events.emit(Notice("warning", note))
-    return instructions
+def _project_instructions(deps: AgentDeps) -> ProjectInstructions | None:
+    """AGENTS.md from the project root down to the workspace; each file left out or cut
+    is one warning."""
+    limit = deps.settings.project_instructions_max_bytes
+    instructions = read_project_instructions(deps.workspace, limit, root=deps.root)
+    for problem in instructions.problems:
+        deps.events.emit(Notice("warning", problem))
+    return instructions if instructions.files else None
 
 
 def _discover_skills(workspace: Path, events: EventBus) -> SkillRegistry:

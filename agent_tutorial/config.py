@@ -231,10 +231,11 @@ def user_config_path() -> Path:
     return Path(base) / "agent-tutorial" / "config.toml"
 
 
-def load_settings(workspace: Path, flags: Mapping[str, Any] | None = None) -> Settings:
-    """Merge every source for `workspace`; raise `ConfigError` with a readable message."""
-    state_dir = workspace / STATE_DIR
-    refuse_symlinked_state_dir(state_dir)
+def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Settings:
+    """Merge every source for the project at `root` (whose `.agent_tutorial/` is read; see
+    `project.find_project`); raise `ConfigError` with a readable message."""
+    state_dir = root / STATE_DIR
+    refuse_unusable_state_dir(state_dir)
     given = {key: value for key, value in (flags or {}).items() if value is not None}
     toml_layers = _with_lists_added_up(
         [_read_toml(user_config_path()), _read_toml(state_dir / "config.toml")]
@@ -296,13 +297,24 @@ def _setting_keys(settings_cls: type[BaseSettings]) -> frozenset[str]:
     return frozenset(keys)
 
 
-def refuse_symlinked_state_dir(state_dir: Path) -> None:
-    """A state folder that is a symlink could hand the agent settings and hooks from
-    anywhere, and tools could not tell what is protected; nothing is loaded from one."""
+def refuse_unusable_state_dir(state_dir: Path) -> None:
+    """Nothing is loaded from a state folder that is a symlink (it could hand the agent
+    settings and hooks from anywhere, and tools could not tell what is protected) or that
+    belongs to another user (whoever can create it could configure the agent, as git
+    refuses a repository another user owns)."""
     if state_dir.is_symlink():
         raise ConfigError(
             f"{state_dir} is a symlink; settings, hooks and skills are read from a real "
             "directory only"
+        )
+    try:
+        owner = state_dir.stat().st_uid
+    except OSError:  # missing (or unreadable, which reading its files then reports)
+        return
+    if owner != os.geteuid():
+        raise ConfigError(
+            f"{state_dir} belongs to another user (uid {owner}); settings, keys and sessions "
+            "are used only from your own. Remove it, or run from another directory."
         )
 
 

@@ -38,10 +38,17 @@ class ConversationSetup:
     profile: ChapterProfile
     settings: Settings
     workspace: Path
+    """The tools' boundary: the directory the agent started in."""
     model: ModelClient
     approver: Approver | None
     sinks: Sequence[EventSink]
     max_turns: int | None = None
+    project_root: Path | None = None
+    """Where `.agent_tutorial/` (sessions, artifacts) is; None: the workspace itself."""
+
+    @property
+    def root(self) -> Path:
+        return self.project_root or self.workspace
 
 
 class Conversation:
@@ -84,7 +91,7 @@ class Conversation:
             self.setup.settings.base_url,
         )
         self.session_id = meta.session_id
-        self._attach_log(lambda: SessionLog.create(self.setup.workspace, meta))
+        self._attach_log(lambda: SessionLog.create(self.setup.root, meta))
 
     def resume(self, path: Path) -> LoadedSession:
         """Rebuild the conversation recorded in `path` and append to that file from now on."""
@@ -158,6 +165,7 @@ class Conversation:
             events=events,
             history=history,
             max_turns=self.setup.max_turns,
+            project_root=self.setup.project_root,
         )
         return build_agent(self.setup.profile, deps)
 

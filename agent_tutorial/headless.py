@@ -88,8 +88,18 @@ def result_record(
     return record
 
 
-def init_record(*, session_id: str, chapter: int, model: str, tools: list[str], cwd: str) -> Record:
-    """stream-json's first line: what this run is working with."""
+def init_record(
+    *,
+    session_id: str,
+    chapter: int,
+    model: str,
+    tools: list[str],
+    cwd: str,
+    project_root: str | None = None,
+) -> Record:
+    """stream-json's first line: what this run is working with. `cwd` is the tools'
+    boundary; `project_root` the folder whose `.agent_tutorial/` the run uses (the same
+    or above it)."""
     return {
         "type": "system",
         "subtype": "init",
@@ -98,6 +108,7 @@ def init_record(*, session_id: str, chapter: int, model: str, tools: list[str], 
         "model": model,
         "tools": tools,
         "cwd": cwd,
+        "project_root": cwd if project_root is None else project_root,
     }
 
 

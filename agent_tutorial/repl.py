@@ -67,7 +67,7 @@ SLASH_COMMANDS = (
     SlashCommand("/todos", "/todos", "the current plan (chapter 5+)"),
     SlashCommand("/artifacts", "/artifacts", "persisted tool results and transcripts"),
     SlashCommand("/clear", "/clear", "start a new session"),
-    SlashCommand("/sessions", "/sessions", "saved sessions in this workspace"),
+    SlashCommand("/sessions", "/sessions", "saved sessions in this project"),
     SlashCommand("/resume", "/resume ID", "continue a saved session"),
     SlashCommand("/exit", "/exit", "leave (also Ctrl-D)"),
 )
@@ -157,7 +157,7 @@ class Repl:
         self.model_name = model_name
         self._history_size = RunningHistorySize()
         self.session: PromptSession[str] = PromptSession(
-            history=_history(conversation.setup.workspace),
+            history=_history(conversation.setup.root),
             key_bindings=key_bindings(),
             completer=SlashCompleter(),
             complete_while_typing=True,
@@ -331,6 +331,8 @@ class Repl:
         table = Table(title="context", box=None, show_header=False, title_justify="left")
         table.add_column(style="bold")
         table.add_column()
+        table.add_row("workspace", printable(str(agent.workspace)))
+        table.add_row("project root", printable(_project_root_text(agent)))
         table.add_row(
             "canonical history",
             f"{len(history)} messages, {format_bytes(self._history_size.of(history))}",
@@ -343,7 +345,7 @@ class Repl:
             share = _share(request_bytes, threshold)
             table.add_row("summary threshold", f"{format_bytes(threshold)} ({share:.0%} used)")
             self._add_compaction_rows(table)
-        artifacts = list_artifacts(self.conversation.setup.workspace)
+        artifacts = list_artifacts(self.conversation.setup.root)
         stored = format_bytes(sum(info.size for info in artifacts))
         table.add_row("artifacts", f"{len(artifacts)} file(s), {stored}")
         if agent.reads_instructions:
@@ -394,7 +396,7 @@ class Repl:
         return True
 
     def _artifacts(self, _argument: str) -> bool:
-        found = list_artifacts(self.conversation.setup.workspace)
+        found = list_artifacts(self.conversation.setup.root)
         self.out.print(artifact_table(found) if found else "no artifacts yet")
         return True
 
@@ -406,7 +408,7 @@ class Repl:
 
     def _sessions(self, _argument: str) -> bool:
         try:
-            sessions = list_sessions(self.conversation.setup.workspace)
+            sessions = list_sessions(self.conversation.setup.root)
         except SessionError as error:  # a symlinked or unreadable sessions directory
             self.err.print(error_line(str(error), "cannot list sessions"))
             return True
@@ -418,7 +420,7 @@ class Repl:
             self.err.print("usage: /resume ID (see /sessions)", style="yellow")
             return True
         try:
-            path = find_session(self.conversation.setup.workspace, argument)
+            path = find_session(self.conversation.setup.root, argument)
             if self.conversation.log is not None and self.conversation.log.path == path:
                 already = f"already in session {self.conversation.session_id}"
                 self.err.print(Text(already, style="dim"))
@@ -449,10 +451,17 @@ def large_prompt_warning(size: int, threshold: int, agent: Agent) -> Text:
 def _instructions_text(instructions: ProjectInstructions | None) -> str:
     """`AGENTS.md, 1.2 KB (always in the system prompt)`, or why there are none."""
     if instructions is None:
-        return "none (no AGENTS.md or CLAUDE.md at the workspace root)"
+        return "none (no AGENTS.md or CLAUDE.md from the project root down)"
     sent = format_bytes(len(instructions.text.encode()))
     cut = f", cut from {format_bytes(instructions.size)}" if instructions.truncated else ""
     return f"{instructions.file_name}, {sent}{cut} (always in the system prompt)"
+
+
+def _project_root_text(agent: Agent) -> str:
+    """Where `.agent_tutorial/` is read from, said plainly when it is the workspace."""
+    if agent.project_root == agent.workspace:
+        return "the workspace"
+    return str(agent.project_root)
 
 
 def _usage_text(summary: RunSummary, window: WindowSize | None) -> str:
@@ -474,10 +483,10 @@ def _window_text(window: WindowSize | None) -> str:
     return f"{window.tokens:,} tokens, {window.output_cap_tokens:,} kept for the reply"
 
 
-def _history(workspace: Path) -> History:
-    """Prompt history in `.agent_tutorial/history`, kept in memory if that is not a plain
-    file in a real directory (never written through a symlink)."""
-    state_dir = workspace / STATE_DIR
+def _history(root: Path) -> History:
+    """Prompt history in the project's `.agent_tutorial/history`, kept in memory if that is
+    not a plain file in a real directory (never written through a symlink)."""
+    state_dir = root / STATE_DIR
     try:
         state_dir.mkdir(exist_ok=True)
     except OSError:

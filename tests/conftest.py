@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +83,9 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in list(os.environ):
         if name.startswith("AGENT_TUTORIAL_") or name in _OPENAI_VARIABLES:
             monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    # HOME is the project's parent: the search for a project root stops there, so a
+    # `.agent_tutorial/` someone left in /tmp cannot become every test's project.
+    monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
     return root
 
@@ -161,7 +163,10 @@ def run_cli(workspace: Path, loopback: LoopbackServer) -> RunCli:
 
     from agent_tutorial.cli import app
 
-    def invoke(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliRun:
+    def invoke(
+        *args: str, input: str | None = None, env: Mapping[str, str | None] | None = None
+    ) -> CliRun:
+        """`env` adds to the endpoint's variables; a None value unsets one."""
         runner = CliRunner()
         environment = {
             "OPENAI_BASE_URL": loopback.base_url,
@@ -266,16 +271,19 @@ def open_loopback_conversation(
     loopback: LoopbackServer,
     chapter: int,
     sinks: Sequence[EventSink],
+    *,
+    project_root: Path | None = None,
 ) -> Conversation:
     """A conversation at `chapter` against the loopback server, opened as `run` opens one
-    for the REPL: settings from `workspace`, the real adapter, no approver. `cleanup`
-    closes the conversation and then the adapter."""
+    for the REPL: settings from `workspace` (or `project_root` above it), the real adapter,
+    no approver. `cleanup` closes the conversation and then the adapter."""
     from agent_tutorial.adapters.openai_chat import OpenAIChatModel
     from agent_tutorial.config import load_settings
     from agent_tutorial.conversation import Conversation, ConversationSetup
     from agent_tutorial.profiles import profile_for_chapter
 
-    settings = load_settings(workspace, {"base_url": loopback.base_url, "model": LOOPBACK_MODEL})
+    flags = {"base_url": loopback.base_url, "model": LOOPBACK_MODEL}
+    settings = load_settings(project_root or workspace, flags)
     model = cleanup.enter_context(
         OpenAIChatModel(
             base_url=loopback.base_url,
@@ -292,6 +300,7 @@ def open_loopback_conversation(
         model=model,
         approver=None,
         sinks=sinks,
+        project_root=project_root,
     )
     conversation = Conversation.open(setup)
     cleanup.callback(conversation.close)

@@ -6,12 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
-from agent_tutorial.features.project_instructions import (
-    InstructionsError,
-    read_project_instructions,
-)
+from agent_tutorial.features.project_instructions import read_project_instructions
 from tests.conftest import RunCli
 from tests.loopback import LoopbackServer, text_stream
 
@@ -98,7 +93,7 @@ def test_an_agents_md_symlink_out_of_the_workspace_is_not_read(
 
     assert result.exit_code == 0
     assert "SECRET FROM OUTSIDE" not in system_prompt(loopback)
-    assert "AGENTS.md ignored: it resolves outside the workspace" in result.stderr
+    assert "AGENTS.md ignored: it resolves outside the project" in result.stderr
 
 
 def test_an_agents_md_symlink_into_the_state_folder_is_refused(workspace: Path) -> None:
@@ -107,8 +102,10 @@ def test_an_agents_md_symlink_into_the_state_folder_is_refused(workspace: Path) 
     (state / ".env").write_text("OPENAI_API_KEY=sk-not-for-the-prompt\n")
     (workspace / "AGENTS.md").symlink_to(".agent_tutorial/.env")
 
-    with pytest.raises(InstructionsError, match=r"AGENTS\.md ignored: tools may not read"):
-        read_project_instructions(workspace, 1024)
+    read = read_project_instructions(workspace, 1024)
+
+    assert not read.files
+    assert read.problems[0].startswith("AGENTS.md ignored: tools may not read")
 
 
 def test_a_symlink_inside_the_workspace_is_followed(workspace: Path) -> None:
@@ -118,18 +115,19 @@ def test_a_symlink_inside_the_workspace_is_followed(workspace: Path) -> None:
 
     instructions = read_project_instructions(workspace, 1024)
 
-    assert instructions is not None and instructions.text == RULE
+    assert instructions.text == RULE and not instructions.problems
 
 
 def test_a_fifo_named_agents_md_is_refused_without_blocking(workspace: Path) -> None:
     os.mkfifo(workspace / "AGENTS.md")
 
-    with pytest.raises(InstructionsError, match="not a regular file"):
-        read_project_instructions(workspace, 1024)
+    read = read_project_instructions(workspace, 1024)
+
+    assert not read.files and read.problems == ("AGENTS.md ignored: not a regular file",)
 
 
 def test_no_instructions_file_reads_as_none(workspace: Path) -> None:
-    assert read_project_instructions(workspace, 1024) is None
+    assert read_project_instructions(workspace, 1024).files == ()
 
 
 def test_a_cut_inside_a_character_keeps_whole_characters(workspace: Path) -> None:
@@ -137,12 +135,92 @@ def test_a_cut_inside_a_character_keeps_whole_characters(workspace: Path) -> Non
 
     instructions = read_project_instructions(workspace, 5)
 
-    assert instructions is not None and instructions.truncated
+    assert instructions.truncated
     assert instructions.text == "abé" and instructions.size == 22
 
 
 def test_an_agents_md_that_is_not_utf8_is_refused(workspace: Path) -> None:
     (workspace / "AGENTS.md").write_bytes(b"rules \xff\xfe here")
 
-    with pytest.raises(InstructionsError, match="not UTF-8"):
-        read_project_instructions(workspace, 1024)
+    read = read_project_instructions(workspace, 1024)
+
+    assert not read.files and read.problems == ("AGENTS.md ignored: it is not UTF-8 text",)
+
+
+# From a subdirectory: every AGENTS.md from the project root down to where the agent started
+
+
+def test_instructions_are_gathered_from_the_root_down_to_the_start(workspace: Path) -> None:
+    (workspace / ".git").mkdir()
+    start = workspace / "src" / "app"
+    start.mkdir(parents=True)
+    (workspace / "AGENTS.md").write_text("root rule")
+    (workspace / "src" / "CLAUDE.md").write_text("src rule")
+    (start / "AGENTS.md").write_text("app rule")
+    (workspace / "elsewhere").mkdir()
+    (workspace / "elsewhere" / "AGENTS.md").write_text("a sibling's rule")
+
+    read = read_project_instructions(start, 1024, root=workspace)
+
+    assert [found.file_name for found in read.files] == [
+        "AGENTS.md",
+        "src/CLAUDE.md",
+        "src/app/AGENTS.md",
+    ]
+    prompt = read.prompt_text()
+    assert prompt.index("root rule") < prompt.index("src rule") < prompt.index("app rule")
+    assert "Project instructions from src/app/AGENTS.md" in prompt
+    assert "sibling" not in prompt
+
+
+def test_the_size_cap_holds_for_all_files_together(workspace: Path) -> None:
+    start = workspace / "src"
+    start.mkdir()
+    (workspace / "AGENTS.md").write_text("r" * 8)
+    (start / "AGENTS.md").write_text("s" * 8)
+    (start / "deeper").mkdir()
+
+    read = read_project_instructions(start / "deeper", 12, root=workspace)
+
+    assert [found.text for found in read.files] == ["r" * 8, "s" * 4]
+    assert read.problems == (
+        "src/AGENTS.md is 8 bytes; only its first 4 are in the system prompt "
+        "(raise project_instructions_max_bytes to send more)",
+    )
+
+
+def test_a_file_past_a_full_cap_is_left_out_and_named(workspace: Path) -> None:
+    start = workspace / "src"
+    start.mkdir()
+    (workspace / "AGENTS.md").write_text("r" * 8)
+    (start / "AGENTS.md").write_text("s")
+
+    read = read_project_instructions(start, 8, root=workspace)
+
+    assert [found.file_name for found in read.files] == ["AGENTS.md"]
+    assert read.problems == ("src/AGENTS.md left out: the files above it fill 8 bytes",)
+
+
+def test_one_broken_file_leaves_the_others_in(workspace: Path) -> None:
+    start = workspace / "src"
+    start.mkdir()
+    (workspace / "AGENTS.md").write_bytes(b"\xff not text")
+    (start / "AGENTS.md").write_text(RULE)
+
+    read = read_project_instructions(start, 1024, root=workspace)
+
+    assert read.text == RULE
+    assert read.problems == ("AGENTS.md ignored: it is not UTF-8 text",)
+
+
+def test_a_nested_symlink_into_the_root_state_folder_is_refused(workspace: Path) -> None:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / ".env").write_text("OPENAI_API_KEY=sk-not-for-the-prompt\n")
+    start = workspace / "src"
+    start.mkdir()
+    (start / "AGENTS.md").symlink_to("../.agent_tutorial/.env")
+
+    read = read_project_instructions(start, 1024, root=workspace)
+
+    assert not read.files and "tools may not read" in read.problems[0]

@@ -63,7 +63,8 @@ MakeRepl = Callable[..., ReplHarness]
 def make_repl(workspace: Path, loopback: LoopbackServer) -> Iterator[MakeRepl]:
     with ExitStack() as cleanup:
 
-        def make(chapter: int = 8) -> ReplHarness:
+        def make(chapter: int = 8, start: Path | None = None) -> ReplHarness:
+            """A REPL at `chapter`, started in `start` below the workspace if given."""
             stdout, stderr = io.StringIO(), io.StringIO()
             summary = RunSummary()
             renderer = TerminalRenderer(
@@ -73,7 +74,12 @@ def make_repl(workspace: Path, loopback: LoopbackServer) -> Iterator[MakeRepl]:
                 markdown=True,
             )
             conversation = open_loopback_conversation(
-                cleanup, workspace, loopback, chapter, [summary, renderer]
+                cleanup,
+                start or workspace,
+                loopback,
+                chapter,
+                [summary, renderer],
+                project_root=None if start is None else workspace,
             )
             keys = cleanup.enter_context(create_pipe_input())
             repl = Repl(
@@ -159,6 +165,27 @@ def test_context_shows_canonical_and_next_request_sizes_and_usage(
     assert re.search(r"compaction\s+nothing compacted yet", shown)
     assert re.search(r"artifacts\s+0 file\(s\), 0 B", shown)
     assert re.search(r"last usage\s+1,234 prompt \+ 56 completion tokens", shown)
+
+
+def test_context_names_the_workspace_and_the_project_root_above_it(
+    make_repl: MakeRepl, workspace: Path
+) -> None:
+    (workspace / "src").mkdir()
+    harness = make_repl(start=workspace / "src")
+
+    harness.drive("/context")
+
+    shown = harness.stdout.getvalue()
+    assert re.search(rf"workspace\s+{re.escape(str(workspace / 'src'))} *\n", shown)
+    assert re.search(rf"project root\s+{re.escape(str(workspace))} *\n", shown)
+
+
+def test_context_says_the_project_root_is_the_workspace_when_it_is(make_repl: MakeRepl) -> None:
+    harness = make_repl()
+
+    harness.drive("/context")
+
+    assert re.search(r"project root\s+the workspace *\n", harness.stdout.getvalue())
 
 
 def test_context_shows_the_project_instructions_in_the_system_prompt(

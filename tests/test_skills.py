@@ -246,7 +246,7 @@ def test_manifest_symlink_out_of_the_workspace_is_refused(workspace: Path, outsi
     directory = workspace / "skills" / "deploy"
     directory.mkdir(parents=True)
     (directory / "SKILL.md").symlink_to(outside / "SKILL.md")
-    assert "refused: it resolves outside the workspace" in only_problem(workspace)
+    assert "refused: it resolves outside the project" in only_problem(workspace)
 
 
 def test_skill_directory_symlink_out_of_the_workspace_is_refused(
@@ -255,14 +255,14 @@ def test_skill_directory_symlink_out_of_the_workspace_is_refused(
     (workspace / "skills").mkdir()
     (workspace / "skills" / "deploy").symlink_to(outside, target_is_directory=True)
     problem = only_problem(workspace)
-    assert problem == "skills/deploy/SKILL.md: refused: it resolves outside the workspace"
+    assert problem == "skills/deploy/SKILL.md: refused: it resolves outside the project"
 
 
 def test_skills_root_symlink_out_of_the_workspace_is_refused(
     workspace: Path, outside: Path
 ) -> None:
     (workspace / "skills").symlink_to(outside.parent, target_is_directory=True)
-    assert only_problem(workspace) == "skills: refused: it resolves outside the workspace"
+    assert only_problem(workspace) == "skills: refused: it resolves outside the project"
 
 
 def test_symlink_within_the_workspace_is_followed(workspace: Path) -> None:

@@ -24,6 +24,7 @@ from typing import Protocol
 
 from agent_tutorial.core.paths import (
     STATE_DIR,
+    STATE_READABLE,
     VCS_DIR,
     Location,
     ProtectedPathError,
@@ -90,28 +91,64 @@ class Target:
 
 
 class Workspace:
-    """The workspace directory; every operation opens it afresh by descriptor."""
+    """The workspace directory; every operation opens it afresh by descriptor.
 
-    def __init__(self, root: Path) -> None:
+    `state_dir` is the project's state folder when it may lie above the workspace (the
+    project root is a parent, `project.find_project`): then an absolute path into it is
+    walked from the folder itself, where the tools read its `artifacts/` and `skills/` and
+    nothing else, as they do in a state folder inside the workspace.
+    """
+
+    shown_prefix = PurePosixPath()
+    """What a found path is shown under: nothing, so paths read workspace-relative."""
+
+    def __init__(self, root: Path, *, state_dir: Path | None = None) -> None:
         self.given = root.absolute()
         self.root = root.resolve()
+        self.outer_state: Workspace | None = None
+        if state_dir is not None and not state_dir.resolve().is_relative_to(self.root):
+            self.outer_state = _OuterStateFolder(state_dir)
 
     def locate(self, given: str) -> Location:
+        walked = self._walked_from(given)
         with ExitStack() as stack:
-            root = stack.enter_context(self.opened_root())
-            target = stack.enter_context(self.resolve(root, given))
-            return self.location(root, target)
+            root = stack.enter_context(walked.opened_root())
+            target = stack.enter_context(walked.resolve(root, given))
+            return walked.location(root, target)
 
     @contextmanager
     def target(self, given: str, *, for_writing: bool = False) -> Iterator[Target]:
         """Resolve `given` and hold it open; refuses what the tools may not touch there."""
-        with self.opened_root() as root, self.resolve(root, given) as target:
-            location = self.location(root, target)
+        walked = self._walked_from(given)
+        with walked.opened_root() as root, walked.resolve(root, given) as target:
+            location = walked.location(root, target)
             refusal = write_refusal(location) if for_writing else read_refusal(location)
             if refusal is not None:
                 verb = "write into" if for_writing else "read"
                 raise ProtectedPathError(f"tools may not {verb} {given!r}: {refusal}")
             yield target
+
+    def outside_error(self, given: str) -> WorkspacePathError:
+        return WorkspacePathError(
+            f"{given!r} is outside the workspace {self.root}; only paths inside it can be used"
+        )
+
+    def holding(self, target: Target) -> Workspace:
+        """The workspace a target was found in: the outer state folder's for a path shown
+        absolute, so a walk below it starts from there."""
+        if self.outer_state is not None and target.relative.is_absolute():
+            return self.outer_state
+        return self
+
+    def _walked_from(self, given: str) -> Workspace:
+        """Where `given` is walked from: the outer state folder for an absolute path that
+        leads into it and not into the workspace, else the workspace."""
+        if self.outer_state is None or not given.startswith("/"):
+            return self
+        path = name_from_shown(given)
+        if self.inside_parts(path) is None and self.outer_state.inside_parts(path) is not None:
+            return self.outer_state
+        return self
 
     @contextmanager
     def opened_root(self) -> Iterator[int]:
@@ -168,6 +205,37 @@ class Workspace:
                 return _file_id(found.info)
         except (WorkspacePathError, OSError):
             return None
+
+
+class _OuterStateFolder(Workspace):
+    """The project's state folder above the workspace, walked from itself: its paths are
+    shown absolute (as the tools take them), every one of them counts as inside the state
+    folder, so `read_refusal` opens only `artifacts/` and `skills/`, and nothing is
+    writable. A symlink in it that leads out of it leads nowhere."""
+
+    def __init__(self, state_dir: Path) -> None:
+        super().__init__(state_dir)
+        self.shown_prefix = PurePosixPath(self.root)
+
+    @contextmanager
+    def opened_root(self) -> Iterator[int]:
+        # O_NOFOLLOW: a state folder swapped for a symlink since start-up is not followed.
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        descriptor = os.open(self.root, flags)
+        try:
+            yield descriptor
+        finally:
+            os.close(descriptor)
+
+    def outside_error(self, given: str) -> WorkspacePathError:
+        return WorkspacePathError(
+            f"{given!r} leads out of {self.root}; of it, tools may read only "
+            f"{' and '.join(name + '/' for name in STATE_READABLE)}"
+        )
+
+    def location(self, root: int, target: Target) -> Location:
+        inside = target.relative.relative_to(self.shown_prefix)
+        return Location(target.relative, inside, in_vcs_dir=False)
 
 
 class _Walk:
@@ -256,15 +324,13 @@ class _Walk:
             info = os.fstat(self.stack[0][0])
         if info is not None and name is not None:
             chain += (_file_id(info),) if stat.S_ISDIR(info.st_mode) else ()
-        relative = PurePosixPath(*names, *missing, *([name] if name else []))
+        shown_under = self.workspace.shown_prefix
+        relative = shown_under.joinpath(*names, *missing, *([name] if name else []))
         directory = self.stack[-1][0]
         return Target(directory, tuple(missing), name, info, relative, chain)
 
     def outside(self) -> WorkspacePathError:
-        return WorkspacePathError(
-            f"{self.given!r} is outside the workspace {self.workspace.root}; "
-            "only paths inside it can be used"
-        )
+        return self.workspace.outside_error(self.given)
 
 
 def _names(parts: list[str]) -> list[str]:

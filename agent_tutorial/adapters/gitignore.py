@@ -59,6 +59,8 @@ def gitignore_for(workspace: Workspace, start: Target) -> GitIgnore | None:
     """The rules for a walk below `start`, or None when the workspace is not a git
     repository or `start` is itself ignored: a path named explicitly is always searched,
     with everything in it, as ripgrep does."""
+    if start.relative.is_absolute():  # the state folder above the workspace: no repository
+        return None
     with workspace.opened_root() as root:
         try:
             os.stat(VCS_DIR, dir_fd=root, follow_symlinks=False)
@@ -120,5 +122,6 @@ def search_walk(
     workspace: Workspace, start: Target, *, include_ignored: bool = False
 ) -> Iterator[WorkspaceEntry]:
     """The entries below `start` as glob and grep see them."""
+    workspace = workspace.holding(start)
     rules = None if include_ignored else gitignore_for(workspace, start)
     yield from walk_below(workspace, start, rules)

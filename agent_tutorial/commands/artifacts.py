@@ -4,12 +4,12 @@ transcripts in `.agent_tutorial/artifacts`."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from agent_tutorial.commands.edge import CommandFailed
+from agent_tutorial.commands.process import current_project
 from agent_tutorial.core.errors import EXIT_FAILURE, EXIT_USAGE
 
 artifacts_app = typer.Typer(help="Chapter 8's persisted tool results and transcripts.")
@@ -22,7 +22,7 @@ def artifacts_list() -> None:
     from agent_tutorial.render import artifact_table, make_consoles
 
     out, _ = make_consoles()
-    found = list_artifacts(Path.cwd().resolve())
+    found = list_artifacts(current_project().root)
     if not found:
         out.print("no artifacts yet (chapter 8 writes them when results are large)")
         return
@@ -42,7 +42,7 @@ def artifacts_show(
 
     out, _ = make_consoles()
     try:
-        info = find_artifact(Path.cwd().resolve(), reference)
+        info = find_artifact(current_project().root, reference)
         data = info.path.read_bytes()
     except OSError as error:
         raise CommandFailed(str(error), EXIT_FAILURE) from None
@@ -77,7 +77,7 @@ def artifacts_prune(
         age = parse_age(older_than)
     except ValueError as error:
         raise CommandFailed(str(error), EXIT_USAGE) from None
-    old = artifacts_older_than(Path.cwd().resolve(), age)
+    old = artifacts_older_than(current_project().root, age)
     for info in old:
         out.print(f"{info.relative_path}  {format_bytes(info.size)}", highlight=False)
     if not yes:

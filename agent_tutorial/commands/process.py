@@ -1,11 +1,16 @@
-"""The command as a process: under `main()` it ends like Ctrl-C on SIGTERM or SIGHUP, and
-`run` adopts the orphans its tools leave behind. `adapters.processes` does the work; the
-front ends ask here, so that they need no adapter."""
+"""The command as a process: where it runs (the project its directory lies in), under
+`main()` it ends like Ctrl-C on SIGTERM or SIGHUP, and `run` adopts the orphans its tools
+leave behind. `adapters.processes` does the work; the front ends ask here, so that they
+need no adapter."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_tutorial.project import Project
 
 _as_the_command = False
 
@@ -42,3 +47,13 @@ def termination_name() -> str:
     from agent_tutorial.adapters.processes import termination_name as name
 
     return name()
+
+
+def current_project() -> Project:
+    """The project the current directory lies in (`project.find_project`): every command
+    reads its settings, sessions and artifacts from the root found there."""
+    from pathlib import Path
+
+    from agent_tutorial.project import find_project
+
+    return find_project(Path.cwd())

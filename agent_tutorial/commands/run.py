@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import typer
 
 from agent_tutorial.commands.edge import CommandFailed, print_warnings, use_error_console
-from agent_tutorial.commands.process import adopt_orphans
+from agent_tutorial.commands.process import adopt_orphans, current_project
 from agent_tutorial.commands.prompt_input import read_prompt, stdin_is_terminal
 from agent_tutorial.core.errors import (
     EXIT_FAILURE,
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from agent_tutorial.core.loop import RunResult
     from agent_tutorial.features.compaction import CompactionStrategy
     from agent_tutorial.headless import ResultSubtype, RunReport
+    from agent_tutorial.project import Project
     from agent_tutorial.render import TerminalRenderer
     from agent_tutorial.resuming import ResumeChoice
 
@@ -93,9 +94,9 @@ def _run(
     from agent_tutorial.render import rendering
 
     adopt_orphans()
-    workspace = Path.cwd().resolve()
-    settings = _with_strategy(_settings_or_exit(workspace, options.flags), options.compaction)
-    resume = _resume_choice(workspace, options.resume_latest, options.resume_id, err)
+    project = current_project()
+    settings = _with_strategy(_settings_or_exit(project.root, options.flags), options.compaction)
+    resume = _resume_choice(project.root, options.resume_latest, options.resume_id, err)
     chapter = _chapter_or_note(resume, options.chapter, err)
     interactive = options.prompt is None and stdin_is_terminal()
     if interactive:
@@ -104,7 +105,7 @@ def _run(
     renderer = _renderer(options, out, err, interactive=interactive)
     # Only now connect (chapter 8 asks the server for its window): a usage error should not
     # wait on the network.
-    setup = _conversation_setup(settings, workspace, chapter, report.sinks(renderer), err, opened)
+    setup = _conversation_setup(settings, project, chapter, report.sinks(renderer), err, opened)
     conversation = _open_or_exit(setup, resume, err)
     _start_report(report, conversation, setup.settings)
     with closing(conversation):
@@ -153,7 +154,7 @@ def _renderer(
 
 def _conversation_setup(
     settings: Settings,
-    workspace: Path,
+    project: Project,
     chapter: int,
     sinks: list[EventSink],
     err: Console,
@@ -168,14 +169,17 @@ def _conversation_setup(
     from agent_tutorial.profiles import profile_for_chapter
 
     profile = profile_for_chapter(chapter)
-    connection = connect_model(settings, workspace, profile, opened)
+    connection = connect_model(
+        settings, project.workspace, profile, opened, project_root=project.root
+    )
     return ConversationSetup(
         profile=profile,
         settings=connection.settings,
-        workspace=workspace,
+        workspace=project.workspace,
         model=connection.model,
         approver=TerminalApprover(err) if stdin_is_terminal() and err.is_terminal else None,
         sinks=sinks,
+        project_root=project.root,
     )
 
 
@@ -213,11 +217,12 @@ def _init_record(conversation: Conversation, model: str) -> dict[str, Any]:
         model=model,
         tools=[spec.name for spec in agent.runner.tools.specs()],
         cwd=str(agent.workspace),
+        project_root=str(agent.project_root),
     )
 
 
 def _resume_choice(
-    workspace: Path, latest: bool, session_id: str | None, err: Console
+    root: Path, latest: bool, session_id: str | None, err: Console
 ) -> ResumeChoice | None:
     """The session to resume, validated; the newer ones `--continue` skipped are named."""
     from agent_tutorial.features.sessions import SessionError, SessionLookupError
@@ -226,7 +231,7 @@ def _resume_choice(
     if latest and session_id is not None:  # which one was meant is a guess: ask
         raise CommandFailed("--continue and --resume each choose a session; pass one", EXIT_USAGE)
     try:
-        choice = choose_session(workspace, latest, session_id)
+        choice = choose_session(root, latest, session_id)
     except NothingToContinue as error:
         print_warnings(err, error.skipped)
         raise CommandFailed(str(error), EXIT_USAGE) from None
@@ -264,12 +269,12 @@ def _open_or_exit(
     return conversation
 
 
-def _settings_or_exit(workspace: Path, flags: Mapping[str, object]) -> Settings:
-    """The settings (a `ConfigError` is a usage error, exit 2), with every one set that a
-    run needs."""
+def _settings_or_exit(root: Path, flags: Mapping[str, object]) -> Settings:
+    """The settings of the project at `root` (a `ConfigError` is a usage error, exit 2),
+    with every one set that a run needs."""
     from agent_tutorial.config import load_settings, missing_settings
 
-    settings = load_settings(workspace, flags)
+    settings = load_settings(root, flags)
     missing = missing_settings(settings)
     if missing:
         raise CommandFailed(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agent_tutorial.commands.edge import CommandFailed, print_warnings
+from agent_tutorial.commands.process import current_project
 from agent_tutorial.core.errors import EXIT_FAILURE, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def sessions_list(
 
     out, _ = make_consoles()
     try:
-        found = list_sessions(Path.cwd().resolve())
+        found = list_sessions(current_project().root)
     except SessionError as error:
         raise CommandFailed(str(error), EXIT_FAILURE) from None
     if not found:
@@ -76,7 +77,7 @@ def sessions_prune(
     out, err = make_consoles()
     try:
         age = parse_age(older_than)
-        old = sessions_older_than(Path.cwd().resolve(), age)
+        old = sessions_older_than(current_project().root, age)
     except ValueError as error:
         raise CommandFailed(str(error), EXIT_USAGE) from None
     except SessionError as error:
@@ -111,7 +112,7 @@ def load_named_session(session_id: str) -> tuple[Path, LoadedSession]:
     from agent_tutorial.features.sessions import SessionError, find_session, load_session
 
     try:
-        path = find_session(Path.cwd().resolve(), session_id)
+        path = find_session(current_project().root, session_id)
         return path, load_session(path, repair=False)
     except (SessionError, OSError) as error:
         raise CommandFailed(str(error), EXIT_USAGE) from None

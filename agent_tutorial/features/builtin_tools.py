@@ -115,8 +115,10 @@ class GrepInput(_ToolInput):
     )
 
 
-def file_tools(workspace: Path) -> list[ToolDefinition]:
-    files = Workspace(workspace)
+def file_tools(workspace: Path, *, state_dir: Path | None = None) -> list[ToolDefinition]:
+    """read_file, write_file and edit_file inside `workspace`; `state_dir` is the project's
+    state folder when it lies above it (its artifacts/ and skills/ stay readable)."""
+    files = Workspace(workspace, state_dir=state_dir)
     read_file = ToolDefinition(
         name="read_file",
         description=(
@@ -171,9 +173,13 @@ _ODD_NAMES = (
 
 
 def search_tools(
-    workspace: Path, *, grep_time_budget_s: float = GREP_TIME_BUDGET_S
+    workspace: Path,
+    *,
+    grep_time_budget_s: float = GREP_TIME_BUDGET_S,
+    state_dir: Path | None = None,
 ) -> list[ToolDefinition]:
-    files = Workspace(workspace)
+    """glob and grep inside `workspace` (and `state_dir` as for `file_tools`)."""
+    files = Workspace(workspace, state_dir=state_dir)
     glob = ToolDefinition(
         name="glob",
         description=(

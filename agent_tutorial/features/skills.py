@@ -1,8 +1,9 @@
 """Chapter 7: skills, house knowledge loaded on demand. The system prompt lists each
 skill's name and description; `load_skill(name)` returns the instructions themselves.
 
-A skill is `<workspace>/skills/<name>/SKILL.md` or `<workspace>/.agent_tutorial/skills/
-<name>/SKILL.md`: YAML front matter with `name` and `description`, then the instructions.
+A skill is `<root>/skills/<name>/SKILL.md` or `<root>/.agent_tutorial/skills/<name>/
+SKILL.md`, where the root is the project root (`project.find_project`; the workspace when
+called with it): YAML front matter with `name` and `description`, then the instructions.
 """
 
 from __future__ import annotations
@@ -205,7 +206,7 @@ def _manifests(workspace: Path, location: Path, problems: list[SkillProblem]) ->
         resolve_workspace_path(workspace, location.as_posix())
         entries = sorted(root.iterdir())
     except WorkspacePathError:
-        problems.append(SkillProblem(location, "refused: it resolves outside the workspace"))
+        problems.append(SkillProblem(location, "refused: it resolves outside the project"))
         return
     except OSError as error:
         problems.append(SkillProblem(location, f"unreadable: {_os_reason(error)}"))
@@ -244,7 +245,7 @@ def _read_manifest(workspace: Path, manifest: Path) -> str:
     except ProtectedPathError as error:
         raise _BrokenManifest(f"refused: {error}") from None
     except WorkspacePathError:
-        raise _BrokenManifest("refused: it resolves outside the workspace") from None
+        raise _BrokenManifest("refused: it resolves outside the project") from None
     except OSError as error:
         raise _BrokenManifest(f"unreadable: {_os_reason(error)}") from None
     if len(data) > MAX_SKILL_BYTES:

@@ -105,7 +105,10 @@ class CompactionManager:
     what was appended. `strategy` and `context_window_tokens`, when given, override the
     fields of `settings` with those names; that field is the one way the window arrives.
     `window_accounting` says how it becomes a byte budget (by default: nothing reserved
-    besides the reply, a calibration of its own).
+    besides the reply, a calibration of its own). `workspace` is the folder whose
+    `.agent_tutorial/artifacts` receives the files (the project root); `tools_workspace`,
+    when given and below it, is the tools' boundary: artifacts are then named to the model
+    by absolute path, the one the read tools reach them by.
     """
 
     def __init__(
@@ -119,6 +122,7 @@ class CompactionManager:
         id_generator: Callable[[], str] | None = None,
         on_event: CompactionEventSink | None = None,
         window_accounting: WindowAccounting | None = None,
+        tools_workspace: Path | None = None,
     ) -> None:
         if strategy is not None:
             settings = replace(settings, strategy=strategy)
@@ -128,7 +132,9 @@ class CompactionManager:
         accounting = window_accounting or WindowAccounting(calibration=TokenCalibration(settings))
         self._budget = accounting.budget(settings.context_window_tokens)
         self._strategy = strategy_for(settings)
-        self._store = ArtifactStore(Path(workspace), id_generator)
+        root = Path(workspace).resolve()
+        below = tools_workspace is not None and tools_workspace.resolve() != root
+        self._store = ArtifactStore(root, id_generator, shown_absolute=below)
         self._persister = ResultPersister(self._store, settings)
         self._summarizer = summarizer
         self._fallback = ExtractiveSummarizer(settings)

@@ -64,22 +64,29 @@ class ArtifactStore:
     """Publishes files into `<workspace>/.agent_tutorial/artifacts/`.
 
     Directories are opened one level at a time with `O_NOFOLLOW`, so a symlinked or
-    non-directory `.agent_tutorial` or `artifacts` is refused instead of followed.
+    non-directory `.agent_tutorial` or `artifacts` is refused instead of followed. With
+    `shown_absolute` (the project root holding the state folder lies above the tools'
+    boundary) a reference names its file by absolute path, which the read tools take.
     """
 
-    def __init__(self, workspace: Path, id_generator: Callable[[], str] | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        id_generator: Callable[[], str] | None = None,
+        *,
+        shown_absolute: bool = False,
+    ) -> None:
         self.workspace = Path(workspace).resolve()
         self._id_generator = id_generator or _uuid_hex
+        self._shown_absolute = shown_absolute
 
     def new_id(self) -> str:
         return validate_artifact_id(self._id_generator())
 
     def reference(self, name: str, original_bytes: int) -> ArtifactReference:
-        return ArtifactReference(
-            path=self.workspace / STATE_DIRECTORY / ARTIFACTS_DIRECTORY / name,
-            relative_path=f"{ARTIFACTS_RELATIVE_PATH}/{name}",
-            original_bytes=original_bytes,
-        )
+        path = self.workspace / STATE_DIRECTORY / ARTIFACTS_DIRECTORY / name
+        shown = str(path) if self._shown_absolute else f"{ARTIFACTS_RELATIVE_PATH}/{name}"
+        return ArtifactReference(path=path, relative_path=shown, original_bytes=original_bytes)
 
     def publish(
         self, files: Sequence[tuple[str, ArtifactContent]]
