@@ -5,6 +5,7 @@ both sides of its line."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import fields, replace
 from typing import Any
@@ -150,6 +151,61 @@ def test_a_measurement_outside_the_plausible_range_is_ignored(
 
     assert calibration.observations == int(counted)
     assert (calibration.bytes_per_token != 4.0) == (counted and request_bytes != 4_000)
+
+
+RULES: list[tuple[dict[str, Any], str | None]] = [
+    ({"persist_threshold_bytes": 1}, None),
+    ({"persist_threshold_bytes": 0}, "persist_threshold_bytes must be positive"),
+    ({"batch_budget_bytes": 1}, None),
+    ({"batch_budget_bytes": 0}, "batch_budget_bytes must be positive"),
+    ({"proactive_threshold_bytes": 1}, None),
+    ({"proactive_threshold_bytes": 0}, "proactive_threshold_bytes must be positive"),
+    ({"preview_head_bytes": 0}, None),
+    ({"preview_head_bytes": -1}, "preview_head_bytes must be >= 0"),
+    ({"preview_tail_bytes": -1}, "preview_tail_bytes must be >= 0"),
+    ({"preview_head_bytes": 0, "preview_tail_bytes": 0}, "preview_head_bytes and preview_tail"),
+    ({"reactive_tail_groups": 0}, None),
+    ({"reactive_tail_groups": -1}, "reactive_tail_groups must be >= 0"),
+    ({"keep_recent_tool_groups": 0}, None),
+    ({"keep_recent_tool_groups": -1}, "keep_recent_tool_groups must be >= 0"),
+    ({"snip_max_groups": 3, "snip_keep_head_groups": 1}, None),
+    ({"snip_max_groups": 2, "snip_keep_head_groups": 0}, "snip max_groups must be at least 3"),
+    ({"snip_max_groups": 10, "snip_keep_head_groups": 8}, None),
+    (
+        {"snip_max_groups": 10, "snip_keep_head_groups": 9},
+        "snip keep_head_groups must be between 0 and max_groups - 2 (8)",
+    ),
+    ({"snip_keep_head_groups": 0}, None),
+    ({"snip_keep_head_groups": -1}, "snip keep_head_groups must be between"),
+    ({"cache_keep_recent_tool_groups": 0}, None),
+    ({"cache_keep_recent_tool_groups": -1}, "cache_keep_recent_tool_groups must be >= 0"),
+    ({"cache_low_mark_bytes": 1, "cache_high_mark_bytes": 2}, None),
+    ({"cache_low_mark_bytes": 0}, "cache marks must satisfy 0 < low < high"),
+    ({"cache_low_mark_bytes": 99_999}, None),
+    ({"cache_low_mark_bytes": 100_000}, "cache marks must satisfy 0 < low < high"),
+    ({"cache_clear_at_least_bytes": 0}, None),
+    ({"cache_clear_at_least_bytes": -1}, "cache_clear_at_least_bytes must be >= 0"),
+    ({"cache_snip_keep_groups": 5}, None),  # the 3 head groups, the marker and one more
+    ({"cache_snip_keep_groups": 4}, "cache_snip_keep_groups must exceed snip_keep_head"),
+    ({"cache_snip_keep_groups": 119}, None),
+    ({"cache_snip_keep_groups": 120}, "cache_snip_keep_groups must be below cache_snip_max"),
+    ({"cache_summary_threshold_bytes": 1}, None),
+    ({"cache_summary_threshold_bytes": 0}, "cache_summary_threshold_bytes must be positive"),
+    ({"context_window_tokens": 1}, None),
+    ({"context_window_tokens": 0}, "context_window_tokens must be positive"),
+    ({"min_bytes_per_token": 0}, "bytes per token must satisfy"),
+]
+
+
+@pytest.mark.parametrize(("changes", "error"), RULES)
+def test_each_rule_of_the_settings_on_both_sides_of_its_line(
+    changes: dict[str, Any], error: str | None
+) -> None:
+    if error is None:
+        assert CompactionSettings(**changes)
+    else:
+        with pytest.raises(ValueError, match="^" + re.escape(error)):
+            CompactionSettings(**changes)
 
 
 # --- the window's byte budget ------------------------------------------------------------

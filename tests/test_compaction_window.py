@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from agent_tutorial.core.loop import ContextOverflowError
-from agent_tutorial.core.messages import ChatMessage, ToolMessage, system_message, tool_message
+from agent_tutorial.core.messages import (
+    ChatMessage,
+    ToolMessage,
+    system_message,
+    tool_message,
+    user_message,
+)
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.compaction import (
     COMPACTED_TOOL_RESULT,
@@ -357,12 +363,17 @@ def test_a_narrowing_snip_behind_a_summary_keeps_the_summary_and_the_latest_grou
     assert request.messages[-2] == history[-2]
 
 
-def test_without_head_groups_a_narrowing_snip_cuts_the_summary_first() -> None:
-    """With no head kept, the summary in front is the oldest group: it goes before any
-    group after it."""
+@pytest.mark.parametrize("front", ["summary", "first prompt"])
+def test_without_head_groups_a_narrowing_snip_cuts_the_oldest_group_first(front: str) -> None:
+    """With no head kept, the oldest group (the summary in front, or else the first
+    prompt) goes before any group after it."""
     history = history_with(30, "r" * 100)
-    summary = system_message("s" * 3_000)
-    lead = Lead(summary, message_utf8_bytes(summary), first_group=1)
+    lead = None
+    if front == "summary":
+        summary = system_message("s" * 3_000)
+        lead = Lead(summary, message_utf8_bytes(summary), first_group=1)
+    else:
+        history[0] = user_message("p" * 3_000)
     settings = replace(CACHE_AWARE, snip_keep_head_groups=0)
     whole = cache_aware_layers(history, settings).build(lead).utf8_bytes
 
@@ -370,6 +381,36 @@ def test_without_head_groups_a_narrowing_snip_cuts_the_summary_first() -> None:
 
     assert request.messages[0] == system_message("[Compacted: 1 message groups omitted]")
     assert request.messages[1:] == micro_compact_history(history[1:], keep_recent_tool_groups=0)
+
+
+def test_a_request_that_cannot_be_cut_to_fit_goes_out_as_small_as_it_gets() -> None:
+    """The head and the latest group stay; the summary threshold, below the budget, sees
+    the rest."""
+    history = history_with(30, "r" * 100)
+
+    request = cache_aware_layers(history).build(None, 100)
+
+    assert request.utf8_bytes > 100
+    assert request.messages[0] == history[0]
+    assert request.messages[-2] == history[-2]
+    assert has_snip_marker(request.messages)
+
+
+def test_cache_aware_cuts_stay_behind_a_summary() -> None:
+    """Behind the same summary the next request extends this one: snip waits, as it does
+    without a summary."""
+    history = history_with(12, "r" * 100)
+    summary = system_message("a summary")
+    lead = Lead(summary, message_utf8_bytes(summary), first_group=1)
+    index = CanonicalIndex.of(history)
+    settings = replace(CACHE_AWARE, cache_snip_max_groups=8, cache_snip_keep_groups=5)
+    layers = cache_aware_layers(index, settings)
+    first = layers.build(lead).messages
+    appended = tool_group(99, "tiny")
+    index.append(appended, [*history, *appended])
+
+    assert has_snip_marker(first)
+    assert layers.build(lead).messages == (*first, *appended)
 
 
 def test_the_reactive_summary_request_itself_fits_the_window(tmp_path: Path) -> None:

@@ -33,8 +33,8 @@ class TokenCalibration:
         self._plausible = settings.min_bytes_per_token, settings.max_bytes_per_token
 
     def observe(self, request_bytes: int, prompt_tokens: int) -> None:
-        if request_bytes <= 0 or prompt_tokens <= 0:
-            return
+        if prompt_tokens <= 0:
+            return  # no count (an empty prompt reported as 0 tokens)
         ratio = request_bytes / prompt_tokens
         low, high = self._plausible
         if not low <= ratio <= high:
@@ -109,9 +109,9 @@ class WindowAccounting:
 
     def budget(self, window_tokens: int | None) -> HistoryBudget:
         """The history budget of a window (of none: no budget)."""
-        if window_tokens is None:
-            return HistoryBudget(None, self.reserved_bytes, self.calibration)
-        window = WindowSize.of(window_tokens, self.max_output_tokens)
+        window = None
+        if window_tokens is not None:
+            window = WindowSize.of(window_tokens, self.max_output_tokens)
         return HistoryBudget(window, self.reserved_bytes, self.calibration)
 
 

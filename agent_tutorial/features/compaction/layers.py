@@ -125,12 +125,13 @@ class CheapLayers:
             self._strategy.reset()
         base = _Base(lead, self._index.group_count)
         snipped, cleared, request = self._cut(base, budget)
-        if budget is not None and request.utf8_bytes > budget:
-            # A cut further on may need a marker, or one with a longer count: allow for it.
-            growth = self._largest_marker_bytes() - snipped.marker_bytes
+        # A cut may add a marker, or lengthen its count, and so come out a few bytes over:
+        # then it moves again. Each move cuts at least one group more, so this ends.
+        while budget is not None and request.utf8_bytes > budget:
             kept = self._kept_sizes(base, snipped, cleared)
-            if self._strategy.snip_more(kept, request.utf8_bytes - budget + growth):
-                snipped, cleared, request = self._cut(base, budget)
+            if not self._strategy.snip_more(kept, request.utf8_bytes - budget):
+                break
+            snipped, cleared, request = self._cut(base, budget)
         return request
 
     def _cut(self, base: _Base, budget: int | None) -> tuple[_Snipped, set[int], LayeredRequest]:
@@ -170,11 +171,6 @@ class CheapLayers:
                     size -= self._clearing_saves(unit)
                 kept.append((base.position(unit), size))
         return kept
-
-    def _largest_marker_bytes(self) -> int:
-        """The size of a marker counting every group this request could stand for."""
-        everything = self._index.canonical_groups(0, self._index.group_count) + 1
-        return message_utf8_bytes(snip_marker(everything))
 
     def _clearing_saves(self, unit: int) -> int:
         index = self._index
