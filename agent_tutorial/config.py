@@ -48,6 +48,7 @@ from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
+from agent_tutorial.core.sandbox import SandboxMode
 from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES, describe_validation_error
 from agent_tutorial.dotenv_file import read_dotenv
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
@@ -161,6 +162,15 @@ class Settings(BaseSettings):
 
     permission_mode: PermissionMode = "ask"
     """ask, accept-edits or auto; see chapter 3."""
+
+    sandbox: SandboxMode | None = None
+    """What bash commands may touch (chapter 2+), enforced by the operating system:
+    `workspace-write` (write only in the workspace and a private `$TMPDIR`), `read-only`, or
+    `off`. Unset: `workspace-write` where this system has the sandbox, else `off`, said once
+    per session. Set to a confining mode on a system without it: a configuration error."""
+
+    sandbox_network: bool = False
+    """Let sandboxed commands use the network (TCP and UDP); Unix sockets stay closed."""
 
     permissions: PermissionsConfig = PermissionsConfig()
     """`[[permissions.rules]]` tables."""

@@ -131,6 +131,31 @@ def test_an_invalid_value_is_a_readable_config_error(workspace: Path) -> None:
         load_settings(workspace)
 
 
+def test_the_sandbox_is_unset_by_default_and_the_network_off(workspace: Path) -> None:
+    settings = load_settings(workspace)
+
+    assert (settings.sandbox, settings.sandbox_network) == (None, False)
+
+
+def test_the_sandbox_settings_come_from_the_environment(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_TUTORIAL_SANDBOX", "read-only")
+    monkeypatch.setenv("AGENT_TUTORIAL_SANDBOX_NETWORK", "true")
+
+    settings = load_settings(workspace)
+
+    assert (settings.sandbox, settings.sandbox_network) == ("read-only", True)
+
+
+def test_a_sandbox_mode_that_does_not_exist_is_a_readable_config_error(workspace: Path) -> None:
+    # Codex calls "off" danger-full-access; here the name is refused, not guessed at.
+    write(workspace / ".agent_tutorial" / "config.toml", 'sandbox = "danger-full-access"\n')
+
+    with pytest.raises(ConfigError, match="sandbox: Input should be 'workspace-write'"):
+        load_settings(workspace)
+
+
 def test_a_misspelt_key_is_named_unknown_with_the_setting_it_resembles(workspace: Path) -> None:
     write(workspace / ".agent_tutorial" / "config.toml", 'modle = "gpt"\n')
 
