@@ -78,6 +78,7 @@ def open_model_client(
         redaction=redactor,
         max_retries=settings.max_retries,
         timeout_s=settings.request_timeout_s,
+        max_tool_argument_bytes=settings.max_tool_argument_bytes,
         wire=wire_options(settings),
     )
     return opened.enter_context(adapter)

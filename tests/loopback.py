@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -27,9 +27,13 @@ from tests.loopback_quirks import (
 
 @dataclass
 class Reply:
-    """One scripted HTTP reply: status, headers and either a JSON body or SSE events.
+    """One scripted HTTP reply: status, headers and either a JSON body, SSE events, or a
+    raw event stream's bytes as a generator makes them (`tests.loopback_quirks`' runaway
+    servers), sent until the client hangs up.
 
-    `cut_after` ends an SSE stream after that many events without `[DONE]`.
+    `cut_after` ends an SSE stream after that many events without `[DONE]`; `hold` keeps
+    the reply (headers too) back until the event is set, as a server still computing does;
+    `hang_up` closes the connection without a reply, as a server that crashed does.
     """
 
     status: int = 200
@@ -38,6 +42,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     cut_after: int | None = None
     raw_body: bytes | None = None
+    raw_stream: Callable[[], Iterator[bytes]] | None = None
+    hold: threading.Event | None = None
+    hang_up: bool = False
 
 
 Responder = Reply | Callable[[dict[str, Any]], Reply]
@@ -212,6 +219,8 @@ class LoopbackServer:
 
     def _as_served(self, reply: Reply, body: dict[str, Any], responder: Responder) -> Reply:
         """The scripted reply as this server's quirks and the request's `stream` shape it."""
+        if reply.raw_stream is not None:
+            return reply
         streamed = body.get("stream") is True
         if reply.status >= 400 and streamed and self.quirks.empty_stream_on_error:
             with self._lock:
@@ -224,7 +233,7 @@ class LoopbackServer:
         events = list(reply.sse_events or ())
         if not streamed:
             completion = whole_completion(self.quirks, events, output_cap(body))
-            return Reply(json_body=completion, headers=reply.headers)
+            return Reply(json_body=completion, headers=reply.headers, hold=reply.hold)
         events = rewrite_events(self.quirks, events, output_cap(body))
         return replace(reply, sse_events=events)
 
@@ -241,7 +250,13 @@ class LoopbackServer:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 reply = server._next_reply(body, {k.lower(): v for k, v in self.headers.items()})
-                if reply.sse_events is not None:
+                if reply.hold is not None:
+                    reply.hold.wait()
+                if reply.hang_up:
+                    self.close_connection = True
+                elif reply.raw_stream is not None:
+                    self._send_raw_stream(reply.raw_stream)
+                elif reply.sse_events is not None:
                     self._send_sse(reply)
                 else:
                     self._send_json(reply)
@@ -266,6 +281,19 @@ class LoopbackServer:
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _send_raw_stream(self, stream: Callable[[], Iterator[bytes]]) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for data in stream():
+                        self.wfile.write(data)
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the client stopped reading: what a runaway stream is for
 
             def _send_sse(self, reply: Reply) -> None:
                 self.send_response(reply.status)

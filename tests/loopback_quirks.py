@@ -4,6 +4,9 @@ Each quirk is modelled on traffic observed from a real server (named in its comm
 of them was checked against a live server from this test suite, which reaches only
 127.0.0.1. `LoopbackServer.quirks` applies them to every request: a quirk may refuse the
 request, replace or hide the scripted reply, or rewrite its stream events.
+
+The runaway streams at the end are replies rather than switches (`Reply(raw_stream=...)`):
+streams that do not end on their own, as issue 17's red team served them.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -221,3 +224,95 @@ def _add_call_delta(calls: dict[int, dict[str, Any]], index: int, delta: dict[st
     call["function"]["arguments"] += (
         arguments if isinstance(arguments, str) else json.dumps(arguments)
     )
+
+
+# --- Runaway streams: bytes for as long as the client reads -----------------------------------
+
+RawStream = Callable[[], Iterator[bytes]]
+"""What `Reply(raw_stream=...)` sends: the generator runs until the client hangs up."""
+
+KEEPALIVE = b": keepalive\n\n"
+
+
+def sse_data(event: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(event)}\n\n".encode()
+
+
+def _delta(delta: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "loopback-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+    }
+
+
+def keepalive_trickle(
+    pause: Callable[[], None],
+    *,
+    keepalives: int | None = None,
+    then: Sequence[dict[str, Any]] = (),
+) -> RawStream:
+    """A stream held open by SSE comments, as OpenRouter (`: OPENROUTER PROCESSING`) and
+    proxies in front of a slow model send them: a comment after each `pause()`,
+    `keepalives` times (None: for ever), then the events `then` and `[DONE]`."""
+
+    def stream() -> Iterator[bytes]:
+        yield sse_data(_delta({"role": "assistant", "content": ""}))
+        for _ in itertools.count() if keepalives is None else range(keepalives):
+            pause()
+            yield KEEPALIVE
+        yield b"".join(map(sse_data, then)) + b"data: [DONE]\n\n"
+
+    return stream
+
+
+def endless_content(piece: str = "all work and no play " * 200) -> RawStream:
+    """A model that never stops, on a server that ignores `max_tokens`: content deltas."""
+    chunk = sse_data(_delta({"content": piece}))
+
+    def stream() -> Iterator[bytes]:
+        yield sse_data(_delta({"role": "assistant", "content": ""}))
+        yield from itertools.repeat(chunk)
+
+    return stream
+
+
+def endless_arguments(name: str = "write_file", piece: str = "x" * 4096) -> RawStream:
+    """One tool call whose arguments never end."""
+    start = {"index": 0, "id": "call_endless", "type": "function"}
+    opening = {**start, "function": {"name": name, "arguments": '{"path": "a", "content": "'}}
+    more = sse_data(_delta({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+
+    def stream() -> Iterator[bytes]:
+        yield sse_data(_delta({"role": "assistant", "content": None, "tool_calls": [opening]}))
+        yield from itertools.repeat(more)
+
+    return stream
+
+
+def endless_line(piece: bytes = b"x" * 65536) -> RawStream:
+    """An event whose line never ends: the SDK's SSE decoder keeps a line whole until its
+    newline, so no chunk ever reaches the adapter."""
+
+    def stream() -> Iterator[bytes]:
+        yield b'data: {"choices": [{"index": 0, "delta": {"content": "'
+        yield from itertools.repeat(piece)
+
+    return stream
+
+
+def padded_to(size: int, events: Sequence[dict[str, Any]]) -> RawStream:
+    """`events` and `[DONE]`, preceded by one SSE comment that makes the body exactly `size`
+    bytes: a reply at a byte cap, or one byte past it."""
+    body = b"".join(map(sse_data, events)) + b"data: [DONE]\n\n"
+    padding = size - len(body) - len(b":\n\n")
+    if padding < 0:
+        raise ValueError(f"the events alone are {len(body)} bytes, more than {size}")
+    whole = b":" + b"p" * padding + b"\n\n" + body
+
+    def stream() -> Iterator[bytes]:
+        yield whole
+
+    return stream

@@ -95,6 +95,12 @@ OUTSIDE_THE_TREE = {
     "InvalidPattern",  # a ValueError: grep's pattern argument is invalid
     "UnexpectedModelCall",  # testing.ScriptedModel's AssertionError
     "TerminationRequested",  # SIGTERM/SIGHUP raised as KeyboardInterrupt
+    # The bounded transport's signals, raised inside httpx's reads; the adapter turns each
+    # into a ModelError (an httpx error would be retried by the SDK).
+    "ReplyOverLimit",
+    "DeadlinePassed",
+    "TooManyBytes",
+    "CompressedReply",
 }
 
 

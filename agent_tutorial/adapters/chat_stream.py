@@ -1,6 +1,7 @@
 """Reading replies: tool calls assembled from streamed deltas, finish reasons and usage
-normalised across servers, a whole (non-streamed) completion read the same way, and the
-text relay that shows a retried stream once.
+normalised across servers, a whole (non-streamed) completion read the same way, the caps
+that end a reply as soon as its text or a call's arguments pass them, and the text relay
+that shows a retried stream once.
 
 No SDK calls here; the SDK's chunk and completion types are only read.
 """
@@ -20,6 +21,41 @@ from agent_tutorial.core.model import FinishReason, ModelReply, ProviderError, U
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
     from openai.types.completion_usage import CompletionUsage
+
+
+_TEXT_BYTES_PER_TOKEN = 32
+"""More UTF-8 bytes than any tokenizer spends on a token, on average over a reply (about 4
+for English and code, under 8 for CJK), so only a server that ignores its cap passes it."""
+
+_WIRE_BYTES_PER_TOKEN = 1024
+"""More bytes than a streamed chunk carrying one token takes on the wire: the SSE framing,
+the ids, model name and fields servers add (~200-400 bytes), and the token itself."""
+
+_WIRE_SLACK_BYTES = 1024 * 1024
+"""Room for what is not one token per chunk: the role, finish and usage chunks, an error."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyCaps:
+    """What one reply may hold, read as it arrives; the reply ends with an error at the
+    first byte past a cap. Every cap is far above what a server that honours the output
+    cap can send, so only a runaway or hostile one meets them."""
+
+    text_bytes: int
+    """UTF-8 bytes of the reply's text."""
+    argument_bytes: int
+    """UTF-8 bytes of one tool call's arguments (`max_tool_argument_bytes`)."""
+    body_bytes: int
+    """Bytes of the whole reply on the wire (for the transport): what the two caps above
+    cannot see, such as comments, fields this client ignores, or one endless line."""
+
+    @classmethod
+    def for_output_cap(cls, max_output_tokens: int, max_argument_bytes: int) -> ReplyCaps:
+        return cls(
+            text_bytes=max_output_tokens * _TEXT_BYTES_PER_TOKEN,
+            argument_bytes=max_argument_bytes,
+            body_bytes=max_output_tokens * _WIRE_BYTES_PER_TOKEN + _WIRE_SLACK_BYTES,
+        )
 
 
 _FINISH_REASONS: dict[str, FinishReason] = {
@@ -44,6 +80,7 @@ class _PartialCall:
     index: int | None
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    argument_bytes: int = 0
 
     def add_name(self, name: str) -> None:
         # Some servers repeat the whole name in every delta, others split it.
@@ -77,9 +114,11 @@ class _ToolCallAssembler:
     """Builds whole tool calls from streamed deltas. A new call starts when the `index` or
     a non-empty `id` changes: some servers send every call at index 0 (told apart by id),
     others give two calls the same id (told apart by index; the loop renames them later).
-    A delta that names an earlier call's index again, with no other id, goes back to it."""
+    A delta that names an earlier call's index again, with no other id, goes back to it.
+    A call whose arguments pass `max_argument_bytes` ends the reply there."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_argument_bytes: int) -> None:
+        self._max_argument_bytes = max_argument_bytes
         self._calls: list[_PartialCall] = []
         self._by_index: dict[int, _PartialCall] = {}
 
@@ -94,6 +133,13 @@ class _ToolCallAssembler:
             # other value becomes its text too, for the tool registry to refuse readably.
             arguments = json.dumps(arguments)
         if arguments:
+            call.argument_bytes += len(arguments.encode())
+            if call.argument_bytes > self._max_argument_bytes:
+                raise ProviderError(
+                    f"the endpoint sent a tool call ({one_line(call.name)!r}) whose arguments "
+                    f"pass {self._max_argument_bytes} bytes (max_tool_argument_bytes); "
+                    f"the reply was stopped there"
+                )
             call.arguments.append(arguments)
 
     def calls(self) -> tuple[ToolCall, ...]:
@@ -115,15 +161,18 @@ class _ToolCallAssembler:
         return call
 
 
-@dataclass
 class StreamedReply:
-    """What one stream delivered so far; `finish_reason` stays None if the stream was cut."""
+    """What one stream delivered so far, within `caps`; `finish_reason` stays None if the
+    stream was cut."""
 
-    text: list[str] = field(default_factory=list)
-    tool_calls: _ToolCallAssembler = field(default_factory=_ToolCallAssembler)
-    finish_reason: str | None = None
-    usage: Usage | None = None
-    chunks: int = 0
+    def __init__(self, caps: ReplyCaps) -> None:
+        self._max_text_bytes = caps.text_bytes
+        self._text_bytes = 0
+        self.text: list[str] = []
+        self.tool_calls = _ToolCallAssembler(caps.argument_bytes)
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.chunks = 0
 
     def add(self, chunk: ChatCompletionChunk) -> str:
         """Take in one chunk; return the text it adds (empty if none)."""
@@ -136,7 +185,7 @@ class StreamedReply:
                 continue  # we ask for one choice; ignore anything else a server invents
             delta = choice.delta
             if delta is not None and delta.content:
-                self.text.append(delta.content)
+                self.add_text(delta.content)
                 added += delta.content
             for call in (delta.tool_calls if delta is not None else None) or ():
                 function = call.function
@@ -149,6 +198,16 @@ class StreamedReply:
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
         return added
+
+    def add_text(self, text: str) -> None:
+        self._text_bytes += len(text.encode())
+        if self._text_bytes > self._max_text_bytes:
+            raise ProviderError(
+                f"the endpoint sent more than {self._max_text_bytes} bytes of text in one "
+                f"reply, more than its output cap allows (it may ignore max_tokens); "
+                f"the reply was stopped there"
+            )
+        self.text.append(text)
 
     def to_reply(self) -> ModelReply:
         calls = self.tool_calls.calls()
@@ -244,24 +303,22 @@ def _is_count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def read_completion(completion: ChatCompletion) -> ModelReply:
-    """The reply in a whole (non-streamed) completion. The SDK does not validate it, so a
-    malformed body surfaces here as AttributeError, TypeError or IndexError."""
+def read_completion(completion: ChatCompletion, caps: ReplyCaps) -> ModelReply:
+    """The reply in a whole (non-streamed) completion, within the same caps as a stream.
+    The SDK does not validate it, so a malformed body surfaces here as AttributeError,
+    TypeError or IndexError."""
     try:
         choice = completion.choices[0]
         message = choice.message
-        calls = _ToolCallAssembler()
+        whole = StreamedReply(caps)
+        whole.add_text(message.content or "")
         for index, call in enumerate(message.tool_calls or ()):
             function = getattr(call, "function", None)  # absent from "custom" tool calls
             name, arguments = (getattr(function, key, None) for key in ("name", "arguments"))
-            calls.add(index, call.id, name, arguments)
-        streamed = StreamedReply(
-            text=[message.content or ""],
-            tool_calls=calls,
-            finish_reason=choice.finish_reason,
-            usage=read_usage(completion.usage),
-        )
-        return streamed.to_reply()
+            whole.tool_calls.add(index, call.id, name, arguments)
+        whole.finish_reason = choice.finish_reason
+        whole.usage = read_usage(completion.usage)
+        return whole.to_reply()
     except (AttributeError, TypeError, IndexError) as error:
         raise ProviderError(
             f"the endpoint sent a reply this client cannot read ({one_line(str(error))})"

@@ -1,7 +1,8 @@
 """The OpenAI-compatible chat-completions adapter: it sends each request in the shape real
-servers accept (`chat_wire`), streams the reply (`chat_stream` reads it), and turns every
-provider's error reply into the typed errors of `core.model` (`provider_errors`), with
-secrets masked by the redactor it is given.
+servers accept (`chat_wire`), streams the reply (`chat_stream` reads it) within a deadline
+and byte caps checked as it arrives (`bounded_transport`), and turns every provider's error
+reply into the typed errors of `core.model` (`provider_errors`), with secrets masked by the
+redactor it is given.
 
 This is the only module that calls the openai SDK.
 """
@@ -10,13 +11,23 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypedDict, TypeVar, cast
 
 import httpx2
 import openai
 
+from agent_tutorial.adapters.bounded_transport import (
+    BoundedClient,
+    Clock,
+    CompressedReply,
+    DeadlinePassed,
+    ReplyBounds,
+    ReplyOverLimit,
+)
 from agent_tutorial.adapters.chat_stream import (
+    ReplyCaps,
     StreamedReply,
     TextRelay,
     read_chunk,
@@ -38,9 +49,11 @@ from agent_tutorial.core.model import (
     ModelRequest,
     PromptTooLongError,
     ProviderError,
+    ReplyTimeoutError,
     clamp_output_tokens,
 )
 from agent_tutorial.core.redaction import TextRedaction
+from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES
 
 if TYPE_CHECKING:
     from openai.types.chat import (
@@ -107,9 +120,10 @@ def _refuse_retry_of_overflow(response: httpx2.Response) -> None:
         response.headers["x-should-retry"] = "false"
 
 
-class _HttpClient(openai.DefaultHttpxClient):
-    """The SDK's default HTTP client, closed when garbage-collected as the SDK's own is, so an
-    adapter nobody closed does not leak its pooled sockets."""
+class _HttpClient(BoundedClient, openai.DefaultHttpxClient):
+    """The SDK's default HTTP client with every reply bounded (`BoundedClient`), closed when
+    garbage-collected as the SDK's own is, so an adapter nobody closed does not leak its
+    pooled sockets."""
 
     def __del__(self) -> None:
         if not self.is_closed:
@@ -123,6 +137,11 @@ class OpenAIChatModel:
     connection errors) are the SDK's, with its backoff; a stream cut before its finish
     reason is retried once here, and a stream that ends before its first chunk is asked
     again once without streaming, which brings back the error or reply it hid.
+
+    Each request has one deadline, `timeout_s`, for its whole reply, keepalives or not, and
+    one that passes it is not retried (the server may still be computing). A reply's text,
+    each call's arguments and its bytes on the wire are capped as they arrive (`ReplyCaps`,
+    from the output cap and `max_tool_argument_bytes`).
 
     The output cap is `wire.max_output_tokens` (the composition root already keeps it
     within a known window); a window a server names in an error lowers it from then on.
@@ -139,19 +158,26 @@ class OpenAIChatModel:
         redaction: TextRedaction,
         max_retries: int = 2,
         timeout_s: float = 600.0,
+        max_tool_argument_bytes: int = MAX_TOOL_ARGUMENT_BYTES,
         wire: WireOptions = WireOptions(),  # noqa: B008 - frozen, so sharing it is safe
+        clock: Clock = time.monotonic,
     ) -> None:
         self.model = model
         self._base_url = base_url
         self._redaction = redaction
         self._timeout_s = timeout_s
         self._wire = wire
+        self._clock = clock
+        self._caps = ReplyCaps.for_output_cap(wire.max_output_tokens, max_tool_argument_bytes)
         # OpenAI's reasoning models reject `max_tokens`; once one says so, this session
         # sends the cap as `max_completion_tokens`.
         self._cap_parameter: CapParameter = "max_tokens"
         self._cap_tokens = wire.max_output_tokens
         http_client = _HttpClient(
-            timeout=timeout_s, event_hooks={"response": [_refuse_retry_of_overflow]}
+            bounds=ReplyBounds(timeout_s, self._caps.body_bytes),
+            clock=clock,
+            timeout=timeout_s,
+            event_hooks={"response": [_refuse_retry_of_overflow]},
         )
         self._client = openai.OpenAI(
             base_url=base_url,
@@ -162,6 +188,7 @@ class OpenAIChatModel:
         )
 
     def complete(self, request: ModelRequest) -> ModelReply:
+        started = self._clock()
         cap = self._cap_tokens
         while True:  # each signal below changes what is sent, and can be raised once only
             try:
@@ -172,6 +199,9 @@ class OpenAIChatModel:
                 # This request gets the room left; later ones stay within the named window.
                 self._cap_tokens = clamp_output_tokens(self._cap_tokens, too_large.window_tokens)
                 cap = too_large.room_tokens
+            except ReplyOverLimit as over:  # raised by the transport, inside httpx's reads
+                error = self._over_limit(over, waited_s=self._clock() - started)
+                raise type(error)(self._mask(str(error))) from None
             except ModelError as error:  # also a reply `chat_stream` could not read
                 raise type(error)(self._mask(str(error))) from None
 
@@ -207,7 +237,7 @@ class OpenAIChatModel:
         )
 
     def _stream_once(self, arguments: _RequestArguments, on_text: TextRelay) -> StreamedReply:
-        streamed = StreamedReply()
+        streamed = StreamedReply(self._caps)
         with self._open_stream(arguments) as stream:
             refused = _non_stream_error(stream.response, self._mask)
             if refused is not None:
@@ -230,7 +260,7 @@ class OpenAIChatModel:
         completion = self._call(
             lambda: self._client.chat.completions.create(**arguments, stream=False), arguments
         )
-        reply = read_completion(completion)
+        reply = read_completion(completion, self._caps)
         on_text(reply.message.content or "")
         return reply
 
@@ -268,7 +298,7 @@ class OpenAIChatModel:
         except openai.APIStatusError as error:
             self._check_output_cap(error.body, arguments)
             raise self._error(error.status_code, error.body, error.message) from None
-        except openai.APIConnectionError as error:  # includes timeouts, after the SDK's retries
+        except openai.APIConnectionError as error:  # after the SDK's retries
             raise self._error(None, None, self._connection_detail(error)) from None
         except openai.APIResponseValidationError as error:
             raise self._error(error.status_code, error.body, error.message) from None
@@ -286,10 +316,26 @@ class OpenAIChatModel:
             raise _OutputCapTooLarge(window, left) from None
 
     def _connection_detail(self, error: openai.APIConnectionError) -> str:
-        if isinstance(error, openai.APITimeoutError):
-            return f"{self._base_url}: no answer within {self._timeout_s:g} s"
         reason = str(error.__cause__ or "") or error.message
         return f"{self._base_url}: {reason}"
+
+    def _over_limit(self, over: ReplyOverLimit, *, waited_s: float) -> ModelError:
+        if isinstance(over, DeadlinePassed):
+            return ReplyTimeoutError(
+                f"{self._base_url}: no complete reply within request_timeout_s = "
+                f"{self._timeout_s:g} s; gave up after {waited_s:.1f} s in all (a request "
+                f"that timed out is not sent again: the server may still be working on it)"
+            )
+        if isinstance(over, CompressedReply):
+            return ProviderError(
+                f"the endpoint sent its reply compressed ({one_line(over.encoding)}) although "
+                f"asked not to; replies are read uncompressed so that their size can be bounded"
+            )
+        return ProviderError(
+            f"the endpoint's reply passed {self._caps.body_bytes} bytes, more than its output "
+            f"cap allows (it may ignore max_tokens, or send a line that never ends); the reply "
+            f"was stopped there"
+        )
 
     def _error(self, status: int | None, body: object, message: str) -> ModelError:
         """The typed error, with secrets masked even if the server echoed the key back.

@@ -14,7 +14,8 @@ one-line message fit for the user, and `exit_code` is what the command exits wit
     │   ├── BadRequestError            any other 4xx the provider rejected
     │   ├── ProviderError              5xx after retries, or a reply we cannot read
     │   ├── ConnectionFailedError      the endpoint could not be reached
-    │   └── IncompleteStreamError      the stream ended without a finish reason
+    │   ├── IncompleteStreamError      the stream ended without a finish reason
+    │   └── ReplyTimeoutError          no complete reply within request_timeout_s
     ├── AgentRunError                  (core.loop) the run cannot go on
     │   ├── MaxTurnsExceeded           the prompt used every model call it was allowed
     │   ├── ReplyCutOff                the reply was cut off at its output-token cap
@@ -42,7 +43,8 @@ Outside the tree on purpose: `ValueError` for invalid settings, arguments and co
 misuse (a bug in the caller, or validation that pydantic reports), `ToolPairingError` (a
 `ValueError`, public), and the signals that never leave their module: `ToolFailure` (a tool
 tells the model why it failed; the registry turns it into a tool error), `SearchTimeout`,
-and the adapter's private retry signals. `WorkspacePathError` is in the tree but is a
+the adapter's private retry signals, and its transport's `ReplyOverLimit` signals, which
+the adapter turns into `ModelError`s. `WorkspacePathError` is in the tree but is a
 "tell the model" error: the tools turn it into a tool error; a user meets it only when the
 CLI reads a path the same way.
 """

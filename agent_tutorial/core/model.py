@@ -139,3 +139,8 @@ class ConnectionFailedError(ModelError):
 
 class IncompleteStreamError(ModelError):
     pass
+
+
+class ReplyTimeoutError(ModelError):
+    """No complete reply within the request's deadline; not retried, since a server that
+    is still working on the request would only be asked to start again."""
