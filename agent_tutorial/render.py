@@ -4,7 +4,8 @@ activity line per tool call, compaction step or warning on stderr."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -101,11 +102,27 @@ def _tool_outcome(result: ToolResult, seconds: float) -> Text:
     return tail
 
 
+class WaitingLabel:
+    """`thinking… (12s)`: what is being waited for and for how long, worked out again each
+    time the spinner redraws (rich calls `__rich__` on every refresh)."""
+
+    def __init__(self, label: str, clock: Callable[[], float]) -> None:
+        self._label = label
+        self._clock = clock
+        self._started = clock()
+
+    def __rich__(self) -> Text:
+        # A model-chosen command is not markup: "[/x]" would even raise.
+        return Text(f"{self._label} ({int(self._clock() - self._started)}s)")
+
+
 class TerminalRenderer:
     """Shows events as they happen.
 
     With `stream_answer`, assistant text is streamed to stdout as it arrives (a terminal);
     otherwise the caller prints the final answer once at the end (a pipe stays clean).
+    While the agent waits (for the model, or a tool), a spinner on stderr says what for
+    and how long it has lasted.
     """
 
     def __init__(
@@ -116,9 +133,11 @@ class TerminalRenderer:
         stream_answer: bool,
         verbose: bool = False,
         markdown: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.out = out
         self.err = err
+        self._clock = clock
         self.stream_answer = stream_answer
         self.verbose = verbose
         self.markdown = markdown
@@ -192,7 +211,7 @@ class TerminalRenderer:
         if not self.err.is_terminal:
             return
         self._end_stream()
-        shown = Text(label)  # a model-chosen command is not markup: "[/x]" would even raise
+        shown = WaitingLabel(label, self._clock)
         if self._status is None:
             self._status = self.err.status(shown, spinner="dots")
             self._status.start()

@@ -228,6 +228,20 @@ def run_cli_process(workspace: Path, loopback: LoopbackServer) -> RunCli:
     return invoke
 
 
+class SteppedClock:
+    """A clock only the test moves, for code that takes a `clock`: time passes exactly
+    where the test (or a loopback reply it scripted) says, however fast anything runs."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 LOOPBACK_MODEL = "loopback-model"
 
 MakeAdapter = Callable[..., "OpenAIChatModel"]

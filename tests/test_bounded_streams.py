@@ -29,6 +29,7 @@ from agent_tutorial.core.model import ModelRequest, ProviderError, ReplyTimeoutE
 from tests.conftest import (
     MakeAdapter,
     RunCli,
+    SteppedClock,
     cli_command,
     cli_environment,
     run_measuring_peak_rss,
@@ -52,20 +53,6 @@ OUTPUT_CAP_TOKENS = 100
 TEXT_CAP_BYTES = OUTPUT_CAP_TOKENS * 32
 BODY_CAP_BYTES = OUTPUT_CAP_TOKENS * 1024 + 1024 * 1024
 ARGUMENT_CAP_BYTES = 1024
-
-
-class SteppedClock:
-    """A clock only the test moves: the server advances it as it sends each keepalive, so
-    which read sees the deadline pass does not depend on how fast anything runs."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def ask() -> ModelRequest:
@@ -92,7 +79,9 @@ def released() -> Iterator[threading.Event]:
 
 
 def keepalives_then_answer(clock: SteppedClock, keepalives: int) -> Reply:
-    """`keepalives` comments 100 s apart (on the stepped clock), then an answer."""
+    """`keepalives` comments 100 s apart, then an answer. The server moves the clock as it
+    sends each comment, so which read sees the deadline pass does not depend on how fast
+    anything runs."""
     answer = text_stream("made it").sse_events or ()
     trickle = keepalive_trickle(lambda: clock.advance(100), keepalives=keepalives, then=answer)
     return Reply(raw_stream=trickle)

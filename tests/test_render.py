@@ -20,18 +20,21 @@ from agent_tutorial.core.events import (
     TextDelta,
     ToolFinished,
     ToolStarted,
+    TurnStarted,
 )
 from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.tools import tool_error, tool_success
 from agent_tutorial.features.sessions import SessionInfo
 from agent_tutorial.render import (
     TerminalRenderer,
+    WaitingLabel,
     error_line,
     messages_table,
     rendering,
     session_table,
     tool_line,
 )
+from tests.conftest import SteppedClock
 
 
 def render(*events: ToolStarted | ToolFinished) -> str:
@@ -86,6 +89,38 @@ def test_the_spinner_shows_a_bracketed_command_as_written() -> None:
     renderer.close()
 
     assert "bash echo [/x] [bold]hi" in err.getvalue()
+
+
+def test_the_spinner_says_how_long_the_wait_has_lasted() -> None:
+    err = io.StringIO()
+    clock = SteppedClock(100.0)
+    renderer = TerminalRenderer(
+        Console(file=io.StringIO(), width=100),
+        Console(file=err, width=100, force_terminal=True),
+        stream_answer=False,
+        clock=clock,
+    )
+
+    renderer.emit(TurnStarted(1))
+    clock.advance(42.9)
+    renderer.close()  # the spinner's last redraw
+
+    assert "thinking… (42s)" in err.getvalue()
+
+
+def test_each_wait_counts_whole_seconds_from_its_own_start() -> None:
+    clock = SteppedClock(100.0)
+    label = WaitingLabel("bash make", clock)
+    clock.advance(59.5)
+    shown = io.StringIO()
+    console = Console(file=shown, width=80)
+
+    console.print(label)
+    clock.advance(0.5)
+    console.print(WaitingLabel("thinking…", clock))
+    console.print(label)
+
+    assert shown.getvalue() == "bash make (59s)\nthinking… (0s)\nbash make (60s)\n"
 
 
 def compaction_run(*events: CompactionApplied, verbose: bool = False) -> list[str]:
