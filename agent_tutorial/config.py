@@ -54,6 +54,7 @@ from agent_tutorial.dotenv_file import read_dotenv
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 from agent_tutorial.features.redaction import mask_url_passwords
+from agent_tutorial.headless import WAITING_INTERVAL_S
 
 DEMO_MODEL = "demo"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -126,7 +127,13 @@ class Settings(BaseSettings):
     """Retries the SDK makes for 408/409/429/5xx and connection errors, with backoff."""
 
     request_timeout_s: float = Field(default=600.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
-    """Seconds before one model request is abandoned."""
+    """Seconds one model request may take, from sending it to the last byte of its reply,
+    keepalives or not; one that times out is not sent again."""
+
+    waiting_event_interval_s: float = Field(
+        default=WAITING_INTERVAL_S, ge=0.1, le=MAX_TIMEOUT_S, allow_inf_nan=False
+    )
+    """Seconds between stream-json's `system/waiting` lines while the model is awaited."""
 
     context_window_tokens: int | None = Field(
         default=None,

@@ -3,10 +3,12 @@ it work here too.
 
 json prints one result object when the run ends, success or failure. stream-json prints one
 object per line: a `system/init` line first, then the agent's events, then the same result
-object; every line carries `session_id`. The result's `session_id` is the one a script can
-`--resume`: null when the run kept no session file (none could be opened, or a hook blocked
-the prompt and the empty file was deleted). The init and event lines keep the id the run
-announced: they describe the run as it went. The event lines are this module's own shape,
+object; every line carries `session_id`. While the model is awaited (from a turn's start
+to the first thing that happens next), a `system/waiting` line says so every few seconds,
+so a script can tell a slow server from a stuck pipe. The result's `session_id` is the one
+a script can `--resume`: null when the run kept no session file (none could be opened, or a
+hook blocked the prompt and the empty file was deleted). The init and event lines keep the
+id the run announced: they describe the run as it went. The event lines are this module's own shape,
 kept apart from the session file's record format (`features.session_log`), so either can
 change without the other.
 """
@@ -14,6 +16,7 @@ change without the other.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -194,17 +197,47 @@ def _escaped_control(match: re.Match[bytes]) -> bytes:
     return b"\\u%04x" % ord(match[0].decode())
 
 
+WAITING_INTERVAL_S = 5.0
+"""Seconds between `system/waiting` lines; `Settings.waiting_event_interval_s` starts here."""
+
+
+def waiting_record(turn_started: Record, elapsed_s: float) -> Record:
+    """`{"type": "system", "subtype": "waiting", "elapsed_s": 10.0, "turn": 3}`: the model
+    has been awaited that long since the turn started (`depth` for a subagent's turn)."""
+    depth = {"depth": turn_started["depth"]} if "depth" in turn_started else {}
+    return {
+        "type": "system",
+        "subtype": "waiting",
+        "elapsed_s": round(elapsed_s, 1),
+        "turn": turn_started["turn"],
+        **depth,
+    }
+
+
 class StreamJsonSink:
     """`--output-format stream-json`: one JSON object per line on `file`.
 
     Events that arrive before `start()` (warnings while the agent is built) are held back,
     so the `system/init` line is always first; each line is flushed as it is written.
+    From a `turn_started` line to the next event, a thread of its own writes a
+    `system/waiting` line every `waiting_interval_s` (`clock` measures the wait); lines are
+    written whole under one lock, and none of those follows the event that ended the wait.
     """
 
-    def __init__(self, file: IO[str]) -> None:
+    def __init__(
+        self,
+        file: IO[str],
+        *,
+        waiting_interval_s: float = WAITING_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.file = file
         self.session_id: str | None = None
+        self.waiting_interval_s = waiting_interval_s
+        self._clock = clock
         self._held: list[Record] = []
+        self._lock = threading.Lock()
+        self._wait: _Wait | None = None
 
     def start(self, init: Record) -> None:
         self.session_id = init["session_id"]
@@ -214,24 +247,73 @@ class StreamJsonSink:
             self._write(record)
 
     def emit(self, event: Event) -> None:
+        self._stop_waiting()
         record = stream_event(event)
         if self.session_id is None:
             self._held.append(record)
-        else:
-            self._write(record)
+            return
+        self._write(record)
+        if record["type"] == "turn_started":
+            self._wait = _Wait(
+                record, self.waiting_interval_s, clock=self._clock, write=self._write
+            )
 
     def finish(self, result: Record) -> None:
         """The closing `result` line (written even if `start` never ran: a run that failed
         before it had a session still ends with one result)."""
+        self._stop_waiting()
         for record in self._held:
             self._write(record)
         self._held = []
         self._write(result)
 
-    def _write(self, record: Record) -> None:
+    def _stop_waiting(self) -> None:
+        if self._wait is not None:
+            self._wait.stop()
+            self._wait = None
+
+    def _write(self, record: Record, *, unless: threading.Event | None = None) -> None:
         line = {**record, "session_id": record.get("session_id", self.session_id)}
-        self.file.write(json_text(line) + "\n")
-        self.file.flush()
+        with self._lock:
+            if unless is not None and unless.is_set():
+                return
+            self.file.write(json_text(line) + "\n")
+            self.file.flush()
+
+
+class _Wait:
+    """One wait for the model: a thread that writes `system/waiting` lines until stopped."""
+
+    def __init__(
+        self,
+        turn_started: Record,
+        interval_s: float,
+        *,
+        clock: Callable[[], float],
+        write: Callable[..., None],
+    ) -> None:
+        self._turn_started = turn_started
+        self._interval_s = interval_s
+        self._clock = clock
+        self._write = write
+        self._started = clock()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="stream-json-waiting", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+    def _tick(self) -> None:
+        while not self._stopped.wait(self._interval_s):
+            elapsed = self._clock() - self._started
+            try:
+                # Checked again under the sink's lock: an event that ended the wait
+                # meanwhile must not be followed by a waiting line.
+                self._write(waiting_record(self._turn_started, elapsed), unless=self._stopped)
+            except (OSError, ValueError):  # stdout closed: the run's own next line says so
+                return
 
 
 class RunReport:
@@ -247,11 +329,13 @@ class RunReport:
         self._init: Record | None = None
         self._saved_session_id: Callable[[], str | None] = lambda: None
 
-    def sinks(self, renderer: EventSink) -> list[EventSink]:
+    def sinks(self, renderer: EventSink, *, waiting_interval_s: float) -> list[EventSink]:
         """The summary, and the terminal renderer; under stream-json the event lines
-        instead, with warnings still shown on stderr by the renderer."""
+        instead (a `system/waiting` line every `waiting_interval_s` while the model is
+        awaited), with warnings still shown on stderr by the renderer."""
         if self.stream is None:
             return [self.summary, renderer]
+        self.stream.waiting_interval_s = waiting_interval_s
         return [self.summary, self.stream, NoticesOnly(renderer)]
 
     def start(self, init: Record, saved_session_id: Callable[[], str | None]) -> None:

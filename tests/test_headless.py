@@ -3,16 +3,33 @@ piped input, and what a script sees when a run fails or answers nothing."""
 
 from __future__ import annotations
 
+import io
 import json
+import subprocess
+import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from agent_tutorial.conversation import EMPTY_ANSWER_NOTICE
-from agent_tutorial.core.events import CompactionApplied, UsageReported
+from agent_tutorial.core.events import (
+    CompactionApplied,
+    NestedEvent,
+    TextDelta,
+    TurnStarted,
+    UsageReported,
+)
 from agent_tutorial.core.model import Usage
-from agent_tutorial.headless import stream_event
-from tests.conftest import CliRun, RunCli
+from agent_tutorial.headless import StreamJsonSink, stream_event
+from tests.conftest import (
+    CliRun,
+    RunCli,
+    SteppedClock,
+    cli_command,
+    cli_environment,
+    wait_until,
+)
 from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
 from tests.terminal import Terminal
 from tests.test_chapters_3_to_7_cli import hook_table, python_hook, write_config
@@ -318,3 +335,99 @@ def test_json_output_on_a_terminal_without_a_prompt_is_a_usage_error(
     assert terminal.wait_for_exit() == 2
     assert "--output-format json needs a prompt" in terminal.flat_text()
     assert loopback.requests == []
+
+
+# --- stream-json while the model is awaited ---------------------------------------------------
+
+
+def written_lines(file: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in file.getvalue().splitlines()]
+
+
+def awaiting_sink(clock: SteppedClock, interval_s: float) -> tuple[StreamJsonSink, io.StringIO]:
+    file = io.StringIO()
+    sink = StreamJsonSink(file, waiting_interval_s=interval_s, clock=clock)
+    sink.start({"type": "system", "subtype": "init", "session_id": "s1"})
+    return sink, file
+
+
+def waiting_lines(file: io.StringIO) -> list[dict[str, Any]]:
+    return [line for line in written_lines(file) if line.get("subtype") == "waiting"]
+
+
+def test_stream_json_says_how_long_the_model_has_been_awaited() -> None:
+    clock = SteppedClock(1000.0)
+    sink, file = awaiting_sink(clock, interval_s=0.01)
+
+    sink.emit(TurnStarted(3))
+    clock.advance(12.34)
+    assert wait_until(lambda: len(waiting_lines(file)) >= 2)
+    sink.emit(TextDelta("at last"))
+
+    assert waiting_lines(file)[0] == {
+        "type": "system",
+        "subtype": "waiting",
+        "elapsed_s": 12.3,
+        "turn": 3,
+        "session_id": "s1",
+    }
+    types = [line["type"] for line in written_lines(file)]
+    assert types[1] == "turn_started" and types[-1] == "text_delta"  # none after the reply
+
+
+def test_a_subagents_wait_carries_its_depth() -> None:
+    clock = SteppedClock()
+    sink, file = awaiting_sink(clock, interval_s=0.01)
+
+    sink.emit(NestedEvent(depth=1, event=TurnStarted(1)))
+    assert wait_until(lambda: bool(waiting_lines(file)))
+    sink.finish({"type": "result", "is_error": False})
+
+    assert waiting_lines(file)[0]["depth"] == 1
+    assert written_lines(file)[-1]["type"] == "result"
+
+
+def test_a_reply_within_the_interval_is_not_preceded_by_a_waiting_line() -> None:
+    clock = SteppedClock()
+    sink, file = awaiting_sink(clock, interval_s=3600)
+
+    sink.emit(TurnStarted(1))
+    clock.advance(5000)
+    sink.emit(TextDelta("quick"))
+
+    assert [line["type"] for line in written_lines(file)] == [
+        "system",
+        "turn_started",
+        "text_delta",
+    ]
+
+
+def test_a_held_reply_is_waited_on_visibly_through_the_cli(
+    workspace: Path, loopback: LoopbackServer
+) -> None:
+    """The server holds its reply until the test has read a waiting line, so the line's
+    arrival, not a pause, decides when the run may go on."""
+    release = threading.Event()
+    loopback.queue(replace(text_stream("worth the wait"), hold=release))
+    environment = {
+        **cli_environment(loopback),
+        "AGENT_TUTORIAL_WAITING_EVENT_INTERVAL_S": "0.2",
+        "AGENT_TUTORIAL_REQUEST_TIMEOUT_S": "30",
+    }
+    command = cli_command("run", "-c", "1", "-p", "go", "--output-format", "stream-json")
+    with subprocess.Popen(
+        command, cwd=workspace, env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE
+    ) as cli:
+        assert cli.stdout is not None
+        before = []
+        for line in cli.stdout:
+            before.append(json.loads(line))
+            if before[-1].get("subtype") == "waiting":
+                break
+        release.set()
+        after = [json.loads(line) for line in cli.stdout]
+        assert cli.wait() == 0
+
+    assert [line["type"] for line in before[-2:]] == ["turn_started", "system"]
+    assert before[-1]["elapsed_s"] >= 0.2 and before[-1]["turn"] == 1
+    assert after[-1]["result"] == "worth the wait"

@@ -32,6 +32,8 @@ INT_BOUNDS = {
 }
 FLOAT_SETTINGS = ("request_timeout_s", "grep_time_budget_s")
 """Above 0 and at most 86,400 seconds (a day), finite."""
+INTERVAL_SETTINGS = ("waiting_event_interval_s",)
+"""At least 0.1 s (more often would flood stream-json) and at most a day, finite."""
 
 
 def project_config(workspace: Path, text: str) -> None:
@@ -57,7 +59,7 @@ def test_every_numeric_setting_has_its_bounds_tested() -> None:
         if field.annotation in (int, float, int | None)
     }
 
-    assert numeric == set(INT_BOUNDS) | set(FLOAT_SETTINGS)
+    assert numeric == set(INT_BOUNDS) | set(FLOAT_SETTINGS) | set(INTERVAL_SETTINGS)
 
 
 @pytest.mark.parametrize("name", INT_BOUNDS)
@@ -92,7 +94,19 @@ def test_a_duration_accepts_up_to_a_day_and_refuses_more(workspace: Path, name: 
     assert f"{name}: Input should be greater than 0" in str(problem(workspace, f"{name} = 0"))
 
 
-@pytest.mark.parametrize("name", FLOAT_SETTINGS)
+@pytest.mark.parametrize("name", INTERVAL_SETTINGS)
+def test_an_interval_accepts_a_tenth_of_a_second_to_a_day(workspace: Path, name: str) -> None:
+    assert problem(workspace, f"{name} = 0.1") is None
+    assert problem(workspace, f"{name} = 86400") is None
+    assert f"{name}: Input should be greater than or equal to 0.1" in str(
+        problem(workspace, f"{name} = 0.099")
+    )
+    assert f"{name}: Input should be less than or equal to 86400" in str(
+        problem(workspace, f"{name} = 86400.001")
+    )
+
+
+@pytest.mark.parametrize("name", FLOAT_SETTINGS + INTERVAL_SETTINGS)
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e308", FORTY_NINES, "-1"])
 def test_a_duration_refuses_absurd_values(workspace: Path, name: str, value: str) -> None:
     assert f"invalid configuration: {name}: " in str(problem(workspace, f"{name} = {value}"))

@@ -105,7 +105,8 @@ def _run(
     renderer = _renderer(options, out, err, interactive=interactive)
     # Only now connect (chapter 8 asks the server for its window): a usage error should not
     # wait on the network.
-    setup = _conversation_setup(settings, project, chapter, report.sinks(renderer), err, opened)
+    sinks = report.sinks(renderer, waiting_interval_s=settings.waiting_event_interval_s)
+    setup = _conversation_setup(settings, project, chapter, sinks, err, opened)
     conversation = _open_or_exit(setup, resume, err)
     _start_report(report, conversation, setup.settings)
     with closing(conversation):
