@@ -396,3 +396,16 @@ def test_a_proxy_from_the_environment_is_bounded_too(
         run.stderr
     )
     assert len(loopback.requests) == 1
+
+
+def test_a_lone_surrogate_counts_three_bytes_of_text(
+    loopback: LoopbackServer, make_adapter: MakeAdapter
+) -> None:
+    """JSON can carry `\\udce9`; the count goes on instead of failing to encode it."""
+    at_the_cap = "\udce9" * (TEXT_CAP_BYTES // 3) + "x" * (TEXT_CAP_BYTES % 3)
+    loopback.queue(text_stream(at_the_cap), text_stream(at_the_cap + "!"))
+    model = capped(make_adapter)
+
+    assert model.complete(ask()).message.content == at_the_cap
+    with pytest.raises(ProviderError, match=f"more than {TEXT_CAP_BYTES} bytes of text"):
+        model.complete(ask())

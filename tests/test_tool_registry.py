@@ -243,3 +243,12 @@ def test_handler_os_error_becomes_an_io_error() -> None:
 def test_a_bug_in_a_handler_is_not_hidden_as_a_tool_error() -> None:
     with pytest.raises(RuntimeError, match="a bug in the tool"):
         run(registry(define("read_file", buggy_handler)), '{"path": "a"}')
+
+
+def test_arguments_holding_a_lone_surrogate_are_a_tool_error_not_a_crash() -> None:
+    """JSON can carry `\\udce9`; the size check counts it as three bytes instead of raising
+    UnicodeEncodeError out of the registry, and the parser (orjson, which refuses lone
+    surrogates) answers the model."""
+    result = run(registry(), '{"path": "caf\udce9.txt"}')
+
+    assert result.error_code == "invalid_json"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeGuard
 from agent_tutorial.adapters.provider_errors import one_line
 from agent_tutorial.core.messages import ToolCall, assistant_message
 from agent_tutorial.core.model import FinishReason, ModelReply, ProviderError, Usage
+from agent_tutorial.core.tools import utf8_size
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -133,7 +134,7 @@ class _ToolCallAssembler:
             # other value becomes its text too, for the tool registry to refuse readably.
             arguments = json.dumps(arguments)
         if arguments:
-            call.argument_bytes += len(arguments.encode())
+            call.argument_bytes += utf8_size(arguments)
             if call.argument_bytes > self._max_argument_bytes:
                 raise ProviderError(
                     f"the endpoint sent a tool call ({one_line(call.name)!r}) whose arguments "
@@ -200,7 +201,7 @@ class StreamedReply:
         return added
 
     def add_text(self, text: str) -> None:
-        self._text_bytes += len(text.encode())
+        self._text_bytes += utf8_size(text)
         if self._text_bytes > self._max_text_bytes:
             raise ProviderError(
                 f"the endpoint sent more than {self._max_text_bytes} bytes of text in one "

@@ -209,8 +209,10 @@ class ToolRegistry:
 
 
 def utf8_size(text: str) -> int:
+    """UTF-8 bytes of `text`; a lone surrogate (JSON can carry `\\udce9`) counts as the three
+    bytes it would take, instead of failing to encode."""
     # Counting characters first spares encoding text that is clearly small enough.
-    return len(text) if text.isascii() else len(text.encode())
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def shorten_oversized_arguments(message: AssistantMessage, cap: int) -> AssistantMessage:
