@@ -360,6 +360,23 @@ def run_measuring_peak_rss(
     return MeasuredRun(done.returncode, int(report.read_text()))
 
 
+def run_cli_measuring_peak_rss(
+    workspace: Path, loopback: LoopbackServer, *args: str, timeout_s: float = 120
+) -> MeasuredRun:
+    """`agent-tutorial ARGS` run to the end as a real process in `workspace` against the
+    loopback server, its output discarded; its exit code and peak resident memory."""
+    return run_measuring_peak_rss(
+        cli_command(*args),
+        workspace.parent,
+        cwd=workspace,
+        env=cli_environment(loopback),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=timeout_s,
+    )
+
+
 def start_cli(
     workspace: Path, loopback: LoopbackServer, *args: str, output: int = -1
 ) -> subprocess.Popen[bytes]:

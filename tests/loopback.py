@@ -17,6 +17,7 @@ from typing import Any
 from tests.loopback_quirks import (
     TOOLS_IGNORED_ANSWER,
     Quirks,
+    chunk,
     ignores_tools,
     output_cap,
     refusal,
@@ -76,16 +77,6 @@ def conversation(body: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-loopback",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": "loopback-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-    }
-
-
 def _usage_chunk(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
     return {
         "id": "chatcmpl-loopback",
@@ -106,9 +97,9 @@ def text_stream(
 ) -> Reply:
     """A streamed text answer split into `pieces` content deltas."""
     size = max(1, -(-len(text) // pieces))
-    events = [_chunk({"role": "assistant", "content": ""})]
-    events += [_chunk({"content": text[i : i + size]}) for i in range(0, len(text), size)]
-    events.append(_chunk({}, finish_reason))
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": text[i : i + size]}) for i in range(0, len(text), size)]
+    events.append(chunk({}, finish_reason))
     events.append(_usage_chunk(*usage))
     return Reply(sse_events=events)
 
@@ -121,20 +112,20 @@ def tool_stream(
     usage: tuple[int, int] = (10, 5),
 ) -> Reply:
     """A streamed assistant message whose tool calls' arguments arrive in `split` chunks."""
-    events = [_chunk({"role": "assistant", "content": content})]
+    events = [chunk({"role": "assistant", "content": content})]
     for index, (call_id, name, arguments) in enumerate(calls):
         text = arguments if isinstance(arguments, str) else json.dumps(arguments)
         size = max(1, -(-len(text) // split))
         parts = [text[i : i + size] for i in range(0, len(text), size)] or [""]
         first = {"index": index, "id": call_id, "type": "function"}
         events.append(
-            _chunk({"tool_calls": [{**first, "function": {"name": name, "arguments": parts[0]}}]})
+            chunk({"tool_calls": [{**first, "function": {"name": name, "arguments": parts[0]}}]})
         )
         events += [
-            _chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
             for part in parts[1:]
         ]
-    events.append(_chunk({}, "tool_calls"))
+    events.append(chunk({}, "tool_calls"))
     events.append(_usage_chunk(*usage))
     return Reply(sse_events=events)
 
@@ -152,7 +143,7 @@ def empty_stream() -> Reply:
 def cut_stream(text: str = "partial") -> Reply:
     """A stream that stops mid-answer: no finish reason, no `[DONE]`."""
     return Reply(
-        sse_events=[_chunk({"role": "assistant", "content": ""}), _chunk({"content": text})],
+        sse_events=[chunk({"role": "assistant", "content": ""}), chunk({"content": text})],
         cut_after=2,
     )
 
@@ -324,9 +315,9 @@ def delta_stream(
 ) -> Reply:
     """A stream of hand-written deltas, for servers whose chunks differ from OpenAI's
     (no `index`, repeated ids or names). `finish_reason=None` sends no finish chunk."""
-    events = [_chunk(delta) for delta in deltas]
+    events = [chunk(delta) for delta in deltas]
     if finish_reason is not None:
-        events.append(_chunk({}, finish_reason))
+        events.append(chunk({}, finish_reason))
     if usage is not None:
         events.append(_usage_chunk(*usage))
     return Reply(sse_events=events)

@@ -238,13 +238,14 @@ def sse_data(event: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(event)}\n\n".encode()
 
 
-def _delta(delta: dict[str, Any]) -> dict[str, Any]:
+def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    """One streamed chunk of the loopback model's reply, in OpenAI's shape."""
     return {
         "id": "chatcmpl-loopback",
         "object": "chat.completion.chunk",
         "created": 0,
         "model": "loopback-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
     }
 
 
@@ -259,7 +260,7 @@ def keepalive_trickle(
     `keepalives` times (None: for ever), then the events `then` and `[DONE]`."""
 
     def stream() -> Iterator[bytes]:
-        yield sse_data(_delta({"role": "assistant", "content": ""}))
+        yield sse_data(chunk({"role": "assistant", "content": ""}))
         for _ in itertools.count() if keepalives is None else range(keepalives):
             pause()
             yield KEEPALIVE
@@ -270,11 +271,11 @@ def keepalive_trickle(
 
 def endless_content(piece: str = "all work and no play " * 200) -> RawStream:
     """A model that never stops, on a server that ignores `max_tokens`: content deltas."""
-    chunk = sse_data(_delta({"content": piece}))
+    more = sse_data(chunk({"content": piece}))
 
     def stream() -> Iterator[bytes]:
-        yield sse_data(_delta({"role": "assistant", "content": ""}))
-        yield from itertools.repeat(chunk)
+        yield sse_data(chunk({"role": "assistant", "content": ""}))
+        yield from itertools.repeat(more)
 
     return stream
 
@@ -283,10 +284,10 @@ def endless_arguments(name: str = "write_file", piece: str = "x" * 4096) -> RawS
     """One tool call whose arguments never end."""
     start = {"index": 0, "id": "call_endless", "type": "function"}
     opening = {**start, "function": {"name": name, "arguments": '{"path": "a", "content": "'}}
-    more = sse_data(_delta({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+    more = sse_data(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
 
     def stream() -> Iterator[bytes]:
-        yield sse_data(_delta({"role": "assistant", "content": None, "tool_calls": [opening]}))
+        yield sse_data(chunk({"role": "assistant", "content": None, "tool_calls": [opening]}))
         yield from itertools.repeat(more)
 
     return stream

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -26,14 +25,7 @@ from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 from agent_tutorial.core.messages import user_message
 from agent_tutorial.core.model import ModelRequest, ProviderError, ReplyTimeoutError, ToolSpec
-from tests.conftest import (
-    MakeAdapter,
-    RunCli,
-    SteppedClock,
-    cli_command,
-    cli_environment,
-    run_measuring_peak_rss,
-)
+from tests.conftest import MakeAdapter, RunCli, SteppedClock, run_cli_measuring_peak_rss
 from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
 from tests.loopback_quirks import (
     KEEPALIVE,
@@ -329,16 +321,7 @@ def test_endless_content_ends_the_run_with_memory_flat(
 ) -> None:
     loopback.queue(Reply(raw_stream=endless_content()))
 
-    cli = run_measuring_peak_rss(
-        cli_command("run", "--chapter", "2", "-y", "-p", "talk"),
-        workspace.parent,
-        cwd=workspace,
-        env=cli_environment(loopback),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        timeout=60,
-    )
+    cli = run_cli_measuring_peak_rss(workspace, loopback, "run", "--chapter", "2", "-p", "talk")
 
     assert cli.returncode == 1
     assert cli.peak_rss_bytes < 150 * 2**20

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import time
 import tomllib
@@ -34,7 +33,7 @@ from agent_tutorial.core.permissions import PermissionPolicy
 from agent_tutorial.core.tools import ParsedCall, ToolResult, tool_success
 from agent_tutorial.features.redaction import Redactor
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
-from tests.conftest import cli_command, cli_environment, run_measuring_peak_rss, wait_until
+from tests.conftest import run_cli_measuring_peak_rss, wait_until
 from tests.event_log import EventLog
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 from tests.test_permissions import ScriptedApprover, make_tools, parse
@@ -593,15 +592,8 @@ def test_a_hook_printing_200_mb_fails_the_call_and_memory_stays_flat(
     config.write_text('[[hooks.PreToolUse]]\ncommand = "head -c 200000000 /dev/zero"\n')
     loopback.queue(tool_stream([("call-1", "bash", {"command": "true"})]), text_stream("done"))
 
-    cli = run_measuring_peak_rss(
-        cli_command("run", "--chapter", "4", "-y", "--prompt", "go"),
-        workspace.parent,
-        cwd=workspace,
-        env=cli_environment(loopback),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        timeout=120,
+    cli = run_cli_measuring_peak_rss(
+        workspace, loopback, "run", "--chapter", "4", "-y", "--prompt", "go"
     )
 
     assert cli.returncode == 0
