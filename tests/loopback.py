@@ -257,6 +257,9 @@ class LoopbackServer:
                     server.get_paths.append(self.path)
                     server.get_headers.append({k.lower(): v for k, v in self.headers.items()})
                     reply = server.get_replies.get(self.path)
+                if reply is not None and reply.raw_stream is not None:
+                    self._send_raw_stream(reply.raw_stream)
+                    return
                 self._send_json(reply or Reply(status=404, json_body={"error": "not found"}))
 
             def _send_json(self, reply: Reply) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSi
 from agent_tutorial.profiles import profile_for_chapter
 from tests.conftest import TEST_API_KEY, CliRun, RunCli, key_redactor
 from tests.loopback import LoopbackServer, Reply, text_stream
+from tests.loopback_quirks import keepalive_trickle
 
 
 def models_reply(*entries: dict[str, Any]) -> Reply:
@@ -96,6 +98,19 @@ def test_a_model_list_nested_too_deeply_or_too_large_is_not_read(
     loopback.get_replies["/props"] = Reply(raw_body=b" " * MAX_ANSWER_BYTES + props)
 
     assert probe(loopback) is None
+    assert loopback.get_paths == ["/v1/models", "/props"]
+
+
+def test_a_model_list_held_open_by_keepalives_ends_at_the_probes_deadline(
+    loopback: LoopbackServer,
+) -> None:
+    """Each keepalive came within httpx's per-read timeout, so an answer that never ended
+    held the start for ever; the probe's timeout now bounds the whole answer."""
+    trickle = keepalive_trickle(lambda: time.sleep(0.05))
+    loopback.get_replies["/v1/models"] = Reply(raw_stream=trickle)
+    loopback.get_replies["/props"] = Reply(raw_stream=trickle)
+
+    assert probe_context_window(loopback.base_url, None, "m", timeout_s=0.5) is None
     assert loopback.get_paths == ["/v1/models", "/props"]
 
 

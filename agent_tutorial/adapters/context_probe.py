@@ -4,7 +4,9 @@ llama.cpp's `GET /props` (`default_generation_settings.n_ctx`, the size the serv
 with) or its model list's `meta.n_ctx_train` (the size the model was trained for).
 
 A probe never fails a run: a server that does not answer in time, answers with an error or
-says nothing usable gives None, and the byte thresholds apply as they are.
+says nothing usable gives None, and the byte thresholds apply as they are. Each answer is
+bounded as a model's reply is (`bounded_transport`): `timeout_s` for the whole answer, so a
+server trickling bytes cannot hold the start, and `MAX_ANSWER_BYTES`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import json
 from typing import Any
 
 import httpx2
+
+from agent_tutorial.adapters.bounded_transport import BoundedClient, ReplyBounds, ReplyOverLimit
 
 PROBE_TIMEOUT_S = 3.0
 MAX_ANSWER_BYTES = 1024 * 1024
@@ -25,15 +29,16 @@ def probe_context_window(
     """The model's context window in tokens as the server reports it, or None."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     base = base_url.rstrip("/")
+    bounds = ReplyBounds(timeout_s, MAX_ANSWER_BYTES)
     try:
-        with httpx2.Client(timeout=timeout_s, headers=headers) as client:
+        with BoundedClient(bounds=bounds, timeout=timeout_s, headers=headers) as client:
             entry = _model_entry(_get_json(client, f"{base}/models"), model)
             declared = _first_count(entry, ("max_model_len", "context_length", "context_window"))
             if declared is not None:
                 return declared
             running = _props_context(_get_json(client, _server_root(base) + "/props"))
             return running if running is not None else _first_count(_meta(entry), ("n_ctx_train",))
-    except httpx2.HTTPError:  # unreachable, timed out, refused: no window known
+    except (httpx2.HTTPError, ReplyOverLimit):  # unreachable, timed out, refused: unknown
         return None
 
 
@@ -42,7 +47,7 @@ def _get_json(client: httpx2.Client, url: str) -> Any:
     or one that is not JSON (deep nesting included)."""
     try:
         body = _read_answer(client, url)
-    except httpx2.HTTPError:
+    except (httpx2.HTTPError, ReplyOverLimit):
         return None
     try:
         return None if body is None else json.loads(body)
@@ -50,16 +55,12 @@ def _get_json(client: httpx2.Client, url: str) -> Any:
         return None
 
 
-def _read_answer(client: httpx2.Client, url: str) -> bytearray | None:
-    """The body of a 200 answer. An error's body is read too: closing a connection with
-    unread data resets it, which the server would see mid-request."""
-    body = bytearray()
-    with client.stream("GET", url) as response:
-        for chunk in response.iter_bytes():
-            body += chunk
-            if len(body) > MAX_ANSWER_BYTES:
-                return None
-    return body if response.status_code == 200 else None
+def _read_answer(client: httpx2.Client, url: str) -> bytes | None:
+    """The body of a 200 answer (the transport stops one over `MAX_ANSWER_BYTES`). An
+    error's body is read too: closing a connection with unread data resets it, which the
+    server would see mid-request."""
+    response = client.get(url)
+    return response.content if response.status_code == 200 else None
 
 
 def _server_root(base: str) -> str:
