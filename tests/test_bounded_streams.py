@@ -15,8 +15,9 @@ import gzip
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 from agent_tutorial.core.messages import user_message
 from agent_tutorial.core.model import ModelRequest, ProviderError, ReplyTimeoutError, ToolSpec
 from tests.conftest import MakeAdapter, RunCli, SteppedClock, run_cli_measuring_peak_rss
-from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
+from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
 from tests.loopback_quirks import (
     KEEPALIVE,
     endless_arguments,
@@ -126,6 +127,52 @@ def test_a_connection_dropped_without_a_reply_is_still_retried(
     reply = make_adapter(max_retries=1).complete(ask())
 
     assert reply.message.content == "second time lucky"
+    assert len(loopback.requests) == 2
+
+
+def after(seconds: float, clock: SteppedClock, reply: Reply) -> Callable[[dict[str, Any]], Reply]:
+    """`reply`, served once `seconds` have passed on the stepped clock (a slow failure)."""
+
+    def served(body: dict[str, Any]) -> Reply:
+        clock.advance(seconds)
+        return reply
+
+    return served
+
+
+def dropped_after(seconds: float, clock: SteppedClock) -> Callable[[dict[str, Any]], Reply]:
+    def dropped(body: dict[str, Any]) -> Reply:
+        clock.advance(seconds)
+        raise ConnectionAbortedError("loopback drops this connection on purpose")
+
+    return dropped
+
+
+@pytest.mark.parametrize(
+    "first_failure",
+    [
+        lambda clock: after(7, clock, error_reply(503, {"error": {"message": "overloaded"}})),
+        lambda clock: after(7, clock, error_reply(429, {"error": {"message": "slow down"}})),
+        lambda clock: dropped_after(7, clock),
+    ],
+    ids=["503", "429", "dropped"],
+)
+def test_the_sdk_retries_a_failure_and_the_timeout_counts_every_attempt(
+    loopback: LoopbackServer,
+    make_adapter: MakeAdapter,
+    first_failure: Callable[[SteppedClock], Callable[[dict[str, Any]], Reply]],
+) -> None:
+    """Both sides of the retry line in one run: the 5xx, 429 or dropped connection is sent
+    again by the SDK; the timeout that follows is not, and the error counts from the first
+    attempt (7 s there, then 5 keepalives 100 s apart past a 499 s deadline)."""
+    clock = SteppedClock()
+    loopback.queue(
+        first_failure(clock), keepalives_then_answer(clock, keepalives=5), text_stream("late")
+    )
+
+    with pytest.raises(ReplyTimeoutError, match=r"499 s; gave up after 507\.0 s in all"):
+        make_adapter(timeout_s=499, clock=clock, max_retries=2).complete(ask())
+
     assert len(loopback.requests) == 2
 
 
