@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import sys
@@ -15,6 +16,13 @@ CHAPTERS = range(1, 9)
 
 def lesson_path(chapter: int) -> Path:
     return LESSONS / f"ch{chapter:02d}.py"
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    """The lines `diff` adds or removes going from text `before` to text `after` (difflib, no
+    context): the size of a lesson step, as the diff budgets and the guides count it."""
+    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+    return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
 
 
 def load_lesson(chapter: int) -> ModuleType:

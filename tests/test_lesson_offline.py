@@ -4,7 +4,6 @@ and each lesson is the one before plus one idea, within the diff budgets."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -21,7 +20,13 @@ from typing import Any
 import openai
 import pytest
 
-from tests.lesson_support import CHAPTERS, LESSONS, lesson_path, load_offline_server
+from tests.lesson_support import (
+    CHAPTERS,
+    LESSONS,
+    changed_lines,
+    lesson_path,
+    load_offline_server,
+)
 
 REPOSITORY = LESSONS.parent
 NOT_A_MODEL = "a fixed script, not a model; any prompt gets the same steps.)"
@@ -258,12 +263,9 @@ def test_the_lesson_gets_the_scripted_server_and_none_of_the_users_endpoint(
 STEP_BUDGET = {step: 320 for step in range(1, 7)} | {7: 600}
 
 
-def changed_lines(chapter: int) -> list[str]:
-    """The lines `diff` adds or removes from lesson `chapter` to the next, by difflib."""
-    before = lesson_path(chapter).read_text().splitlines()
-    after = lesson_path(chapter + 1).read_text().splitlines()
-    diff = difflib.unified_diff(before, after, lineterm="", n=0)
-    return [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+def step_lines(chapter: int) -> list[str]:
+    """The lines `diff` adds or removes from lesson `chapter` to the next."""
+    return changed_lines(lesson_path(chapter).read_text(), lesson_path(chapter + 1).read_text())
 
 
 def test_lesson_1_stays_within_150_lines() -> None:
@@ -272,7 +274,7 @@ def test_lesson_1_stays_within_150_lines() -> None:
 
 @pytest.mark.parametrize("chapter", range(1, 8))
 def test_each_step_stays_within_its_diff_budget(chapter: int) -> None:
-    assert len(changed_lines(chapter)) <= STEP_BUDGET[chapter]
+    assert len(step_lines(chapter)) <= STEP_BUDGET[chapter]
 
 
 @pytest.mark.parametrize("chapter", range(1, 8))
@@ -286,4 +288,4 @@ def test_a_step_changes_one_header_line_and_the_chapter_number(chapter: int) -> 
     assert changed == [0]  # the line that names this lesson's idea
     assert f"CHAPTER = {chapter}" in before and f"CHAPTER = {chapter + 1}" in after
     numbered = re.compile(r"Chapter \d+ lesson|Lesson \d+ of|lesson-diff A=\d")
-    assert not [line for line in changed_lines(chapter) if numbered.search(line)]
+    assert not [line for line in step_lines(chapter) if numbered.search(line)]
