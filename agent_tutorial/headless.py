@@ -168,6 +168,7 @@ def _tool_event(event: ToolStarted | ToolFinished) -> Record:
         "error_code": event.result.error_code,
         "bytes": len(event.result.content.encode()),
         "redactions": event.result.redactions,
+        "sandboxed": event.result.sandboxed,
         "seconds": round(event.seconds, 3),
     }
 

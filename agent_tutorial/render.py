@@ -74,8 +74,9 @@ def shorten(text: str, width: int = SUBJECT_WIDTH) -> str:
 def tool_line(
     name: str, subject: str, result: ToolResult, seconds: float, width: int | None = None
 ) -> Text:
-    """`• read_file README.md  2.1 KB  0.01s` or `✗ bash make  Error [timeout]  120.0s`.
-    With a `width`, the subject is shortened so the line fits it instead of wrapping."""
+    """`• read_file README.md  2.1 KB  0.01s` or `✗ bash make  Error [timeout]  sandboxed  120.0s`
+    (a command confined by the sandbox says so). With a `width`, the subject is shortened so
+    the line fits it instead of wrapping."""
     line = Text()
     line.append("✗ " if result.is_error else "• ", style="red" if result.is_error else "green")
     line.append(printable(name), style="bold")
@@ -98,6 +99,8 @@ def _tool_outcome(result: ToolResult, seconds: float) -> Text:
     if result.redactions:
         secrets = "secret" if result.redactions == 1 else "secrets"
         tail.append(f"  {result.redactions} {secrets} redacted", style="yellow")
+    if result.sandboxed:
+        tail.append("  sandboxed", style="dim")
     tail.append(f"  {seconds:.2f}s", style="dim")
     return tail
 

@@ -711,3 +711,22 @@ def test_the_private_temporary_directory_goes_with_what_commands_locked(place: P
     mode, _path, gone = session.stdout.split()
     assert (mode, gone) == ("0o700", "False")
     assert place.outside.is_dir()
+
+
+@pytest.mark.parametrize("refusal", ["Connection refused", "Couldn't connect to server"])
+def test_a_refused_connection_is_a_denial_sign_only_with_the_network_off(
+    tmp_path: Path, refusal: str
+) -> None:
+    # Off, the command's own loopback has nothing listening: the sandbox refused it. On, a
+    # refusal comes from the real host, where nothing listens on that port.
+    def policy(network: bool) -> SandboxPolicy:
+        return SandboxPolicy(
+            mode="workspace-write",
+            network=network,
+            workspace=tmp_path,
+            private_tmp=tmp_path,
+            home=tmp_path,
+        )
+
+    assert sandbox_denial_hint(f"curl: {refusal}", policy(network=False)) is not None
+    assert sandbox_denial_hint(f"curl: {refusal}", policy(network=True)) is None

@@ -238,12 +238,16 @@ _DENIAL_SIGNS = (
     "Could not resolve host",
     "Name or service not known",
 )
+_NETWORK_OFF_DENIAL_SIGNS = ("Connection refused", "Couldn't connect to server")
+"""With the network off, the command's own loopback has nothing listening but what it
+started itself: a refused connection there is almost always the sandbox's doing."""
 
 
 def sandbox_denial_hint(output: str, policy: SandboxPolicy) -> str | None:
     """For a failed command's output: a note that the sandbox may be why, naming what the
     user can change, or None when nothing in the output looks like one of its denials."""
-    if not policy.confined or not any(sign in output for sign in _DENIAL_SIGNS):
+    signs = _DENIAL_SIGNS if policy.network else _DENIAL_SIGNS + _NETWORK_OFF_DENIAL_SIGNS
+    if not policy.confined or not any(sign in output for sign in signs):
         return None
     loosen = ["`--sandbox off`"]
     if policy.mode == "read-only":

@@ -2,6 +2,10 @@
 leaving a process behind (the whole process group goes when the command ends, and so do
 the processes that left it, where `processes.become_subreaper()` lets us find them).
 
+With a `SandboxPolicy` that confines, bash starts inside the operating system's sandbox
+(`adapters/sandbox.py`); the process group, the timeout and the output handling stay the
+same around it.
+
 Output is decoded and filtered (secret redaction) as it arrives. Memory keeps the first
 and last halves of the in-memory cap; with a spool, the whole output also goes to an
 unnamed private file as it arrives, up to a disk cap, for chapter 8 to persist.
@@ -25,6 +29,8 @@ from typing import Protocol
 
 from agent_tutorial.adapters.escapees import Escapees
 from agent_tutorial.adapters.processes import InterruptLatch, exited_by, signal_group
+from agent_tutorial.adapters.sandbox import sandboxed
+from agent_tutorial.core.sandbox import SandboxPolicy
 
 _CHUNK_BYTES = 64 * 1024
 _EXIT_CHECK_INTERVAL_S = 0.1
@@ -47,7 +53,8 @@ class TextFilter(Protocol):
 @dataclass(frozen=True, slots=True)
 class CommandResult:
     """What a command did. `exit_code` is None when it timed out; a negative code means
-    bash was killed by that signal. `total_bytes` counts all output, shown or not.
+    bash was killed by that signal (in the sandbox it is 128 + the signal, bubblewrap's
+    way, as bash reports a killed child). `total_bytes` counts all output, shown or not.
     `whole_output` holds all of it when it was over the cap and a spool was asked for;
     the caller closes it."""
 
@@ -68,9 +75,11 @@ def run_command(
     spool_cap_bytes: int = 0,
     output_filter: TextFilter | None = None,
     env: Mapping[str, str] | None = None,
+    sandbox: SandboxPolicy | None = None,
 ) -> CommandResult:
     """Run `command` with `bash -c` in `cwd`: stdin empty, stdout and stderr merged, with
-    `env` as its environment (default: ours).
+    `env` as its environment (default: ours), confined by `sandbox` when given (raises
+    `SandboxUnavailableError` when it confines and cannot run).
 
     Output is decoded as UTF-8 (invalid bytes become U+FFFD) and passed through
     `output_filter` as it arrives. Beyond `output_cap_bytes` memory keeps its first and last
@@ -85,7 +94,7 @@ def run_command(
         raise ValueError(f"output_cap_bytes must be at least 2, got {output_cap_bytes!r}")
     output = _CommandOutput(output_cap_bytes, spool_cap_bytes, output_filter)
     try:
-        timed_out, exit_code = _run(command, cwd, env, timeout_s, output)
+        timed_out, exit_code = _run(command, cwd, env, sandbox, timeout_s, output)
         output.finish()
     except BaseException:
         output.discard()
@@ -104,6 +113,7 @@ def _run(
     command: str,
     cwd: Path,
     env: Mapping[str, str] | None,
+    sandbox: SandboxPolicy | None,
     timeout_s: float,
     output: _CommandOutput,
 ) -> tuple[bool, int | None]:
@@ -111,7 +121,7 @@ def _run(
     (timed out, exit code)."""
     latch = InterruptLatch()
     try:
-        process = _start_bash(command, cwd, env)
+        process = _start_bash(command, cwd, env, sandbox)
     except BaseException:
         latch.release()
         raise
@@ -127,17 +137,32 @@ def _run(
     return timed_out, None if timed_out else process.returncode
 
 
-def _start_bash(command: str, cwd: Path, env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+def _start_bash(
+    command: str, cwd: Path, env: Mapping[str, str] | None, sandbox: SandboxPolicy | None
+) -> subprocess.Popen[bytes]:
+    argv = ["bash", "-c", command]
+    if sandbox is None:
+        return _start(argv, cwd, env)
+    with sandboxed(sandbox, argv, cwd=cwd) as launch:  # the filter's pipe closes after start
+        return _start(list(launch.argv), cwd, env, pass_fds=launch.pass_fds)
+
+
+def _start(
+    argv: list[str], cwd: Path, env: Mapping[str, str] | None, pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        ["bash", "-c", command],
+        argv,
         cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         bufsize=0,
+        pass_fds=pass_fds,
         # Its own session: Ctrl-C in our terminal reaches us, not the command, and the
-        # group id lets us stop everything the command started.
+        # group id lets us stop everything the command started (in the sandbox too: bwrap
+        # runs without --new-session, so the command stays in this group), and the command
+        # has no controlling terminal to read from or signal.
         start_new_session=True,
     )
 

@@ -18,6 +18,7 @@ from pydantic_core import ErrorDetails
 
 from agent_tutorial.core.messages import AssistantMessage, ToolCall
 from agent_tutorial.core.model import ToolSpec
+from agent_tutorial.core.sandbox import SandboxPolicy
 from agent_tutorial.core.text import encodable
 
 Effect: TypeAlias = Literal["read", "write", "execute"]
@@ -46,13 +47,15 @@ class WholeOutput(Protocol):
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool call produced. `redactions` counts the secrets masked in it;
-    `whole_output`, when set, is the complete text that `content` shows only part of."""
+    `whole_output`, when set, is the complete text that `content` shows only part of;
+    `sandboxed` says the call ran confined by the operating system's sandbox."""
 
     content: str
     is_error: bool = False
     error_code: str | None = None
     redactions: int = 0
     whole_output: WholeOutput | None = None
+    sandboxed: bool = False
 
 
 # Both builders make the text `encodable`: a file name that is not UTF-8 reaches the model,
@@ -87,7 +90,9 @@ class ToolDefinition:
     """A tool: its name, what it is for, its pydantic input model and its handler.
 
     `effect` feeds the permission policy; `subject_field` names the input field (a command
-    or a path) that permission rules and activity lines show.
+    or a path) that permission rules and activity lines show; `sandbox`, the operating
+    system's confinement of every call (bash's), which the policy and the approval prompt
+    take into account.
     """
 
     name: str
@@ -96,6 +101,7 @@ class ToolDefinition:
     handler: Handler
     effect: Effect = "read"
     subject_field: str | None = None
+    sandbox: SandboxPolicy | None = None
 
     def spec(self) -> ToolSpec:
         schema = self.input_model.model_json_schema()

@@ -1,10 +1,11 @@
-"""The bash tool: one shell command in the workspace, its output redacted as it arrives and
-cut to fit in memory, its whole output spooled for chapter 8, and an environment without
-the secret-looking variables."""
+"""The bash tool: one shell command in the workspace, confined by the sandbox when the
+session has one, its output redacted as it arrives and cut to fit in memory, its whole
+output spooled for chapter 8, and an environment without the secret-looking variables."""
 
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import partial
@@ -12,12 +13,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_tutorial.adapters.sandbox import SandboxUnavailableError, sandbox_denial_hint
 from agent_tutorial.adapters.shell import (
     OUTPUT_DISK_CAP_BYTES,
     CommandResult,
     OutputSpool,
     run_command,
 )
+from agent_tutorial.core.sandbox import SandboxPolicy
 from agent_tutorial.core.tools import ToolDefinition, ToolResult, tool_error, tool_success
 from agent_tutorial.features.redaction import Redactor
 from agent_tutorial.features.shell_environment import shell_environment
@@ -50,9 +53,17 @@ class BashSettings:
     """Masks secrets in the output as it arrives, before it is cut or spooled."""
     disk_cap_bytes: int = OUTPUT_DISK_CAP_BYTES
     """Whole output spooled to disk for chapter 8's artifacts (0: none)."""
+    sandbox: SandboxPolicy | None = None
+    """The operating system's sandbox every command runs in; None (or `off`): unconfined."""
+
+    @property
+    def confinement(self) -> SandboxPolicy | None:
+        """The sandbox, if it confines at all."""
+        return self.sandbox if self.sandbox is not None and self.sandbox.confined else None
 
 
 def bash_tool(workspace: Path, settings: BashSettings | None = None) -> ToolDefinition:
+    settings = settings or BashSettings()
     return ToolDefinition(
         name="bash",
         description=(
@@ -63,9 +74,10 @@ def bash_tool(workspace: Path, settings: BashSettings | None = None) -> ToolDefi
             "read_file, glob and grep for reading and searching files."
         ),
         input_model=BashInput,
-        handler=partial(_run_bash, workspace, settings or BashSettings()),
+        handler=partial(_run_bash, workspace, settings),
         effect="execute",
         subject_field="command",
+        sandbox=settings.confinement,
     )
 
 
@@ -73,15 +85,22 @@ def _run_bash(workspace: Path, settings: BashSettings, arguments: BashInput) -> 
     if "\0" in arguments.command:  # no program can receive one in its arguments
         return tool_error("invalid_command", "the command contains a NUL character")
     stream = settings.redactor.stream() if settings.redactor else None
-    result = run_command(
-        arguments.command,
-        cwd=workspace,
-        timeout_s=arguments.timeout_s,
-        output_cap_bytes=BASH_OUTPUT_CAP_BYTES,
-        spool_cap_bytes=settings.disk_cap_bytes,
-        output_filter=stream,
-        env=shell_environment(os.environ, include=settings.include_env, hidden=settings.hidden_env),
-    )
+    sandbox = settings.confinement
+    try:
+        result = run_command(
+            arguments.command,
+            cwd=workspace,
+            timeout_s=arguments.timeout_s,
+            output_cap_bytes=BASH_OUTPUT_CAP_BYTES,
+            spool_cap_bytes=settings.disk_cap_bytes,
+            output_filter=stream,
+            env=shell_environment(
+                os.environ, include=settings.include_env, hidden=settings.hidden_env
+            ),
+            sandbox=sandbox,
+        )
+    except SandboxUnavailableError as error:  # e.g. the workspace was removed meanwhile
+        return tool_error("sandbox_unavailable", f"the command did not run: {error}")
     preface = (
         f"the command ran longer than {arguments.timeout_s} s and was killed with "
         "everything it started. Output so far:\n"
@@ -89,7 +108,8 @@ def _run_bash(workspace: Path, settings: BashSettings, arguments: BashInput) -> 
         else ""
     )
     body = result.output or "(no output)"
-    ending = ("" if body.endswith("\n") else "\n") + _status_line(result)
+    ending = ("" if body.endswith("\n") else "\n") + _status_line(result, sandbox)
+    ending += _denial_note(result, sandbox)
     content = preface + body + ending
     outcome = tool_error("timeout", content) if result.timed_out else tool_success(content)
     whole = result.whole_output
@@ -97,17 +117,39 @@ def _run_bash(workspace: Path, settings: BashSettings, arguments: BashInput) -> 
         outcome,
         redactions=stream.count if stream else 0,
         whole_output=None if whole is None else _framed(outcome.content, body, whole, ending),
+        sandboxed=sandbox is not None,
     )
 
 
-def _status_line(result: CommandResult) -> str:
-    if result.exit_code is None:
+def _status_line(result: CommandResult, sandbox: SandboxPolicy | None) -> str:
+    code = result.exit_code
+    if code is None:
         status = "timed out"
-    elif result.exit_code < 0:
-        status = f"killed by signal {-result.exit_code}"
+    elif code < 0:
+        status = f"killed by signal {-code}"
+    elif sandbox is not None and 128 < code < 128 + signal.NSIG:
+        # bubblewrap reports a command killed by a signal as 128 + the signal, as bash does
+        # for a killed child; a command could also exit with that code itself.
+        status = f"exit code {code} = 128 + signal {_signal_name(code - 128)}"
     else:
-        status = f"exit code {result.exit_code}"
+        status = f"exit code {code}"
     return f"[{status} · {result.total_bytes} bytes of output]"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{number} ({signal.Signals(number).name})"
+    except ValueError:  # a real-time signal has no name of its own
+        return str(number)
+
+
+def _denial_note(result: CommandResult, sandbox: SandboxPolicy | None) -> str:
+    """For a command that failed in the sandbox with a sign of one of its denials: what the
+    user could loosen, so the model can ask (and a PostToolUse hook can see it)."""
+    if sandbox is None or result.exit_code == 0 or result.timed_out:
+        return ""
+    hint = sandbox_denial_hint(result.output, sandbox)
+    return "" if hint is None else f"\n[sandbox] {hint}"
 
 
 def _framed(content: str, body: str, spool: OutputSpool, ending: str) -> FramedOutput:
