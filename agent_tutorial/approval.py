@@ -76,6 +76,8 @@ def describe_request(request: ApprovalRequest) -> Panel:
     """
     body = Text()
     body.append(printable(request.reason), style="dim")
+    if request.sandbox is not None:
+        body.append(f"\nruns sandboxed ({printable(request.sandbox)})", style="green")
     for name, value in request.arguments.items():
         body.append("\n")
         body.append(f"{printable(name)}: ", style="bold")

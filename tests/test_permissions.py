@@ -27,6 +27,7 @@ from agent_tutorial.core.permissions import (
     PermissionRule,
     merge_decisions,
 )
+from agent_tutorial.core.sandbox import SandboxMode, SandboxPolicy
 from agent_tutorial.core.tools import (
     ParsedCall,
     ToolDefinition,
@@ -73,6 +74,24 @@ def make_tools() -> ToolRegistry:
 
 def parse(name: str, call_id: str = "call_1", **arguments: object) -> ParsedCall:
     parsed = make_tools().parse(tool_call(call_id, name, orjson.dumps(arguments).decode()))
+    assert isinstance(parsed, ParsedCall), parsed
+    return parsed
+
+
+def sandboxed_bash(
+    workspace: Path, command: str, mode: SandboxMode = "workspace-write", *, network: bool = False
+) -> ParsedCall:
+    """A bash call whose tool runs in a sandbox of `mode` (only its description matters to
+    the policy; nothing runs)."""
+    policy = SandboxPolicy(
+        mode=mode, network=network, workspace=workspace, private_tmp=workspace, home=workspace
+    )
+    tool = ToolDefinition(
+        "bash", "Run a command.", CommandInput, _run, "execute", "command", sandbox=policy
+    )
+    parsed = ToolRegistry([tool]).parse(
+        tool_call("call_1", "bash", orjson.dumps({"command": command}).decode())
+    )
     assert isinstance(parsed, ParsedCall), parsed
     return parsed
 
@@ -165,6 +184,52 @@ def test_a_mode_default_says_which_effect_and_mode_decided(
     arguments = {"command": "ls"} if tool == "bash" else {"path": "notes.txt"}
 
     assert policy.decide(parse(tool, **arguments)).reason == reason
+
+
+@pytest.mark.parametrize(
+    ("permission_mode", "sandbox_mode", "network", "expected"),
+    [
+        ("ask", "workspace-write", False, "ask"),
+        ("accept-edits", "workspace-write", False, "allow"),
+        ("accept-edits", "read-only", False, "allow"),
+        ("accept-edits", "workspace-write", True, "ask"),
+        ("accept-edits", "off", False, "ask"),
+        ("auto", "workspace-write", False, "allow"),
+        ("auto", "off", False, "allow"),
+    ],
+)
+def test_a_sandboxed_command_is_an_edit_in_accept_edits_mode_and_asks_elsewhere(
+    workspace: Path,
+    permission_mode: str,
+    sandbox_mode: SandboxMode,
+    network: bool,
+    expected: Decision,
+) -> None:
+    # With the network on, a command can send the workspace anywhere: more than an edit.
+    policy = PermissionPolicy(Workspace(workspace), mode=permission_mode)  # type: ignore[arg-type]
+
+    record = policy.decide(sandboxed_bash(workspace, "make", sandbox_mode, network=network))
+
+    assert (record.decision, record.source) == (expected, "default")
+
+
+def test_accept_edits_says_the_sandbox_is_why_a_command_runs(workspace: Path) -> None:
+    policy = PermissionPolicy(Workspace(workspace), mode="accept-edits")
+
+    record = policy.decide(sandboxed_bash(workspace, "make"))
+
+    assert record.reason == (
+        "sandboxed execute tools (workspace-write, network off) are allowed in permission "
+        "mode 'accept-edits': they can change no more than an edit can"
+    )
+
+
+def test_a_rule_still_decides_over_the_sandbox_in_accept_edits_mode(workspace: Path) -> None:
+    rule = PermissionRule(tool="bash", pattern=r"\bgit push\b", behavior="ask")
+    policy = PermissionPolicy(Workspace(workspace), mode="accept-edits", rules=[rule])
+
+    assert policy.decide(sandboxed_bash(workspace, "git push")).decision == "ask"
+    assert policy.decide(sandboxed_bash(workspace, "git status")).decision == "allow"
 
 
 def test_unknown_mode_is_rejected_at_construction(workspace: Path) -> None:
@@ -426,6 +491,15 @@ def test_without_an_approver_bash_points_to_auto_mode(workspace: Path) -> None:
     assert "accept-edits" not in record.reason
 
 
+def test_without_an_approver_a_sandboxed_command_points_to_accept_edits(workspace: Path) -> None:
+    record = PermissionPolicy(Workspace(workspace)).authorize(sandboxed_bash(workspace, "make"))
+
+    assert (record.decision, record.source) == ("deny", "no-terminal")
+    assert "--permission-mode accept-edits (sandboxed commands run there without asking)" in (
+        record.reason
+    )
+
+
 def test_without_an_approver_an_ask_rule_does_not_suggest_a_mode(workspace: Path) -> None:
     rule = PermissionRule(tool="read_file", pattern=r"\.env$", behavior="ask")
     policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule])
@@ -445,6 +519,16 @@ def test_approval_request_carries_the_call(workspace: Path) -> None:
     assert request.subject == "a.txt"
     assert request.arguments == {"path": "a.txt", "content": "hello"}
     assert "write" in request.reason
+
+
+def test_an_approval_request_says_how_the_command_will_be_confined(workspace: Path) -> None:
+    approver = ScriptedApprover("yes", "yes")
+    policy = PermissionPolicy(Workspace(workspace), approver=approver)
+
+    policy.authorize(sandboxed_bash(workspace, "make", "read-only", network=True))
+    policy.authorize(parse("bash", command="make"))
+
+    assert [asked.sandbox for asked in approver.requests] == ["read-only, network on", None]
 
 
 @pytest.mark.parametrize(
@@ -680,6 +764,20 @@ def test_terminal_answer_is_read_from_the_line(line: str, answer: str) -> None:
     approver, _, prompts = make_approver(line)
     assert approver.approve(request(command="ls")) == answer
     assert prompts == ["Allow? [y]es / [n]o / [a]lways this session (Enter = no): "]
+
+
+def test_the_prompt_says_when_a_command_runs_sandboxed() -> None:
+    approver, output, _ = make_approver("y", "y")
+    sandboxed = ApprovalRequest(
+        "bash", "make", {"command": "make"}, "reason", sandbox="workspace-write, network off"
+    )
+
+    approver.approve(sandboxed)
+    shown_sandboxed = output.getvalue()
+    approver.approve(request(command="make"))
+
+    assert "runs sandboxed (workspace-write, network off)" in shown_sandboxed
+    assert output.getvalue().count("runs sandboxed") == 1
 
 
 def test_end_of_input_means_no() -> None:

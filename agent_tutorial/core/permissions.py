@@ -8,7 +8,11 @@ prompt), and without one it becomes a deny whose reason tells the model what the
 it covers that exact command only, since a prefix would also approve `git status; rm -rf ~`;
 for any other tool it covers every call of that tool (still inside the hard boundaries).
 It answers the mode's default question only: a rule that asks, asks every time.
-The boundaries check file-tool paths; bash is not sandboxed, which is why it asks by default.
+The boundaries check file-tool paths; what bash may touch is the operating system's sandbox's
+business (`core/sandbox.py`), where the session has one. A bash command confined to writing
+in the workspace, with the network off, can do no more than an edit, so `accept-edits`
+lets it run without asking; `ask` still asks (the sandbox bounds a command, it does not
+make it what the user wanted), and without a sandbox bash asks in both.
 
 An allow rule never covers more than it appears to: on bash it does not apply to a command
 that chains, pipes, redirects or substitutes another, and on a path it must match the real
@@ -30,7 +34,7 @@ from agent_tutorial.core.paths import (
     WorkspacePaths,
     write_refusal,
 )
-from agent_tutorial.core.tools import Effect, ParsedCall, ToolResult, tool_error
+from agent_tutorial.core.tools import Effect, ParsedCall, ToolDefinition, ToolResult, tool_error
 
 Decision: TypeAlias = Literal["allow", "ask", "deny"]
 PermissionMode: TypeAlias = Literal["ask", "accept-edits", "auto"]
@@ -100,6 +104,8 @@ class ApprovalRequest:
     subject: str
     arguments: Mapping[str, Any]
     reason: str
+    sandbox: str | None = None
+    """How the call will be confined (`workspace-write, network off`); None: unconfined."""
 
 
 class Approver(Protocol):
@@ -251,6 +257,12 @@ class PermissionPolicy:
 
     def _default_decision(self, parsed: ParsedCall) -> DecisionRecord:
         effect = parsed.tool.effect
+        if self.mode == "accept-edits" and _confined_like_an_edit(parsed.tool):
+            reason = (
+                f"sandboxed {effect} tools ({_sandbox_text(parsed.tool)}) are allowed in "
+                f"permission mode {self.mode!r}: they can change no more than an edit can"
+            )
+            return decision_for(parsed, "allow", reason, "default")
         decision = _MODE_DEFAULTS[self.mode][effect]
         verdict = {"allow": "are allowed", "ask": "need approval", "deny": "are denied"}[decision]
         reason = f"{effect} tools {verdict} in permission mode {self.mode!r}"
@@ -264,6 +276,7 @@ class PermissionPolicy:
             subject=parsed.subject,
             arguments=parsed.arguments_dict(),
             reason=record.reason,
+            sandbox=_sandbox_text(parsed.tool),
         )
         answer = self.approver.approve(request)
         if answer == "always":
@@ -280,6 +293,18 @@ class PermissionPolicy:
         return (parsed.tool.name, exact_subject)
 
 
+def _confined_like_an_edit(tool: ToolDefinition) -> bool:
+    """Whether the sandbox leaves the tool no more power than an edit: writes only in the
+    workspace (or nowhere) and no network, so nothing can leave the machine either."""
+    return tool.sandbox is not None and tool.sandbox.confined and not tool.sandbox.network
+
+
+def _sandbox_text(tool: ToolDefinition) -> str | None:
+    if tool.sandbox is None or not tool.sandbox.confined:
+        return None
+    return tool.sandbox.describe()
+
+
 def _rule_applies(rule: PermissionRule, parsed: ParsedCall, subjects: Sequence[str]) -> bool:
     """Deny and ask rules apply when any form of the subject matches. An allow rule applies
     only to what the call really does: a lone bash command, the real path (the last form)."""
@@ -293,6 +318,11 @@ def _rule_applies(rule: PermissionRule, parsed: ParsedCall, subjects: Sequence[s
 def _no_terminal_reason(parsed: ParsedCall, record: DecisionRecord) -> str:
     if record.source != "default":  # a rule or a hook asks; no mode lifts that
         remedy = "run it interactively to approve it, or change the rule or hook that asks"
+    elif _confined_like_an_edit(parsed.tool):
+        remedy = (
+            "re-run with --permission-mode accept-edits (sandboxed commands run there without "
+            "asking) or --permission-mode auto (or add an allow rule) to permit it"
+        )
     elif parsed.tool.effect == "execute":
         remedy = "re-run with --permission-mode auto (or add an allow rule) to permit it"
     else:
