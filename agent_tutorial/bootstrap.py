@@ -1,5 +1,6 @@
-"""The composition root: turns a chapter profile into a ready `AgentRunner`, and the
-settings into the model client it talks to (`connect_model`, built by `model_client`).
+"""The composition root: turns a chapter profile into a ready `AgentRunner`, the settings
+into the model client it talks to (`connect_model`, built by `model_client`) and into the
+sandbox bash runs in (`open_sandbox`).
 
 Each capability contributes tools, prompt text, guards or processors; this is the one
 place that asks `Capability.X in profile`. Nothing else knows which chapter it runs in:
@@ -17,7 +18,13 @@ from typing import Literal
 
 from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.adapters.hook_runner import command_hook
-from agent_tutorial.config import STATE_DIR, Settings
+from agent_tutorial.adapters.sandbox import (
+    SandboxUnavailableError,
+    private_temporary_directory,
+    sandbox_available,
+    sandboxed,
+)
+from agent_tutorial.config import STATE_DIR, ConfigError, Settings, user_config_path
 from agent_tutorial.core.events import EventBus, Notice, PermissionDecided, UsageReported
 from agent_tutorial.core.hooks import HookError, HookGuard, HookInput, HookRegistry
 from agent_tutorial.core.loop import AgentRunner, CallGuard, RequestGuidance, TurnGuard
@@ -30,6 +37,7 @@ from agent_tutorial.core.permissions import (
     DecisionRecord,
     PermissionPolicy,
 )
+from agent_tutorial.core.sandbox import SandboxMode, SandboxPolicy
 from agent_tutorial.core.text import encodable
 from agent_tutorial.core.tools import ToolRegistry
 from agent_tutorial.features.bash import BashSettings, bash_tool
@@ -145,6 +153,83 @@ def connect_model(
     return ModelConnection(settings, model)
 
 
+@dataclass(frozen=True)
+class SessionSandbox:
+    """The sandbox bash runs in for a session, and what to tell the user about it."""
+
+    policy: SandboxPolicy | None
+    """None: bash runs unconfined (`off`, no bash in the chapter, or no sandbox here)."""
+    notice: str | None = None
+    """Said once at the start when the default sandbox cannot run here."""
+
+
+def open_sandbox(
+    settings: Settings,
+    workspace: Path,
+    profile: ChapterProfile,
+    opened: ExitStack,
+    *,
+    project_root: Path | None = None,
+) -> SessionSandbox:
+    """The session's sandbox for bash: `workspace-write` unless the settings say otherwise,
+    with its private temporary directory, removed when `opened` closes. The state folder
+    is the one at `project_root` (default: the workspace).
+
+    Where the system has no sandbox, a confining mode asked for by name is a `ConfigError`
+    (exit 2) and the default falls back to bash unconfined, with a notice: a sandbox that
+    is not there is never claimed. A workspace the sandbox cannot confine (`/`) is a
+    `ConfigError` either way: it is not the system's lack, and `--sandbox off` is one flag."""
+    mode: SandboxMode = settings.sandbox or "workspace-write"
+    if mode == "off" or Capability.BASH not in profile:
+        return SessionSandbox(None)
+    reason = sandbox_available()
+    if reason is not None and settings.sandbox is None:
+        return SessionSandbox(
+            None, f"bash runs without a sandbox: it is not available here ({reason})"
+        )
+    if reason is not None:
+        raise ConfigError(
+            f"sandbox {mode!r} was asked for, but the sandbox is not available here: {reason}. "
+            "To run bash without one, pass --sandbox off."
+        )
+    policy = _sandbox_policy(settings, mode, workspace, opened, project_root)
+    _refuse_unusable_workspace(policy, workspace)
+    return SessionSandbox(policy)
+
+
+def _sandbox_policy(
+    settings: Settings,
+    mode: SandboxMode,
+    workspace: Path,
+    opened: ExitStack,
+    project_root: Path | None,
+) -> SandboxPolicy:
+    return SandboxPolicy(
+        mode=mode,
+        network=settings.sandbox_network,
+        workspace=workspace,
+        project_root=project_root,
+        private_tmp=opened.enter_context(private_temporary_directory()),
+        home=Path.home().absolute(),
+        # The user's settings, wherever XDG_CONFIG_HOME puts them (under the home directory
+        # they are hidden already).
+        also_hidden=(user_config_path().parent.absolute(),),
+    )
+
+
+def _refuse_unusable_workspace(policy: SandboxPolicy, workspace: Path) -> None:
+    """Prepare one command without starting it, so that a workspace the sandbox cannot
+    confine stops the run before the model is asked for anything."""
+    try:
+        with sandboxed(policy, ["true"], cwd=workspace):
+            pass
+    except SandboxUnavailableError as error:
+        raise ConfigError(
+            f"the sandbox cannot confine commands here: {error.reason}. To run bash without "
+            "one, pass --sandbox off."
+        ) from None
+
+
 @dataclass
 class AgentDeps:
     model: ModelClient
@@ -168,6 +253,10 @@ class AgentDeps:
         """The state folder when it lies above the tools' boundary, else None."""
         root = self.root.resolve()
         return None if root == self.workspace.resolve() else root / STATE_DIR
+
+    sandbox: SandboxPolicy | None = None
+    """The sandbox bash runs in (`open_sandbox` builds it from the settings); None:
+    unconfined."""
 
 
 def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
@@ -337,6 +426,7 @@ def _add_core_tools(
             hidden_env=frozenset({"OPENAI_API_KEY", settings.api_key_env}),
             redactor=redactor,
             disk_cap_bytes=settings.output_disk_cap_bytes,
+            sandbox=deps.sandbox,
         )
         tools.register(bash_tool(workspace, bash))
     if Capability.FILE_TOOLS in profile:

@@ -64,6 +64,12 @@ class CompactionOption(StrEnum):
     cache_aware = "cache-aware"
 
 
+class SandboxOption(StrEnum):
+    workspace_write = "workspace-write"
+    read_only = "read-only"
+    off = "off"
+
+
 ChapterOption = Annotated[
     int | None,
     typer.Option(
@@ -121,6 +127,22 @@ def run(
             min=256, help="The model's context window in tokens (default: ask the server)."
         ),
     ] = None,
+    sandbox: Annotated[
+        SandboxOption | None,
+        typer.Option(
+            help="What bash may touch: workspace-write (default where available), read-only "
+            "or off.",
+            show_default=False,
+        ),
+    ] = None,
+    sandbox_network: Annotated[
+        bool | None,
+        typer.Option(
+            "--sandbox-network/--no-sandbox-network",
+            help="Let sandboxed commands use the network (default: off).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run one prompt, or open the REPL.
 
@@ -136,6 +158,8 @@ def run(
             "max_turns": max_turns,
             "permission_mode": "auto" if yes else (permission_mode and permission_mode.value),
             "context_window_tokens": context_window,
+            "sandbox": sandbox and sandbox.value,
+            "sandbox_network": sandbox_network,
         },
         output_format=output_format,
         verbose=verbose,

@@ -18,6 +18,7 @@ from agent_tutorial.core.loop import RunResult
 from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.model import ModelClient
 from agent_tutorial.core.permissions import Approver
+from agent_tutorial.core.sandbox import SandboxPolicy
 from agent_tutorial.features.compaction import CompactionOutcome
 from agent_tutorial.features.sessions import (
     LoadedSession,
@@ -45,6 +46,8 @@ class ConversationSetup:
     max_turns: int | None = None
     project_root: Path | None = None
     """Where `.agent_tutorial/` (sessions, artifacts) is; None: the workspace itself."""
+    sandbox: SandboxPolicy | None = None
+    """The sandbox bash runs in, the same for every session of the process; None: none."""
 
     @property
     def root(self) -> Path:
@@ -166,6 +169,7 @@ class Conversation:
             history=history,
             max_turns=self.setup.max_turns,
             project_root=self.setup.project_root,
+            sandbox=self.setup.sandbox,
         )
         return build_agent(self.setup.profile, deps)
 

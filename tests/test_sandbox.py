@@ -16,7 +16,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -287,6 +287,35 @@ def test_a_missing_state_folder_cannot_be_created_with_a_config(place: Place) ->
 
     assert denied.returncode != 0
     assert not (place.workspace / ".agent_tutorial" / "config.toml").exists()
+
+
+def test_a_state_folder_at_a_project_root_above_is_read_only_hidden_and_not_copied(
+    place: Place,
+) -> None:
+    state = place.workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / "config.toml").write_text("model = 'mine'\n")
+    (state / ".env").write_text("OPENAI_API_KEY=sk-root-secret\n")
+    subdirectory = place.workspace / "src"
+    subdirectory.mkdir()
+    place.give_away()
+    policy = SandboxPolicy(
+        mode="workspace-write",
+        network=False,
+        workspace=subdirectory,
+        private_tmp=place.private_tmp,
+        home=place.home,
+        project_root=place.workspace,
+    )
+    attack = "cat ../.agent_tutorial/.env; echo evil >> ../.agent_tutorial/config.toml"
+
+    denied = place.run(f"{attack}; echo ok > here.txt", policy)
+
+    assert "sk-root-secret" not in denied.stdout + denied.stderr
+    assert (state / "config.toml").read_text() == "model = 'mine'\n"
+    assert (subdirectory / "here.txt").read_text() == "ok\n"
+    assert not (subdirectory / ".agent_tutorial").exists()
+    assert "sk-root-secret" in place.run(attack, replace(policy, mode="off")).stdout
 
 
 @pytest.mark.parametrize("mode", ["workspace-write", "read-only"])

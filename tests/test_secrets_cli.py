@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
+from agent_tutorial.adapters.sandbox import sandbox_available
 from tests.conftest import TEST_API_KEY, RunCli
 from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
 
@@ -62,8 +63,21 @@ def tool_messages(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "tool"]
 
 
+SANDBOX_UNAVAILABLE = sandbox_available()
+
+
+@pytest.mark.parametrize(
+    "sandbox",
+    [
+        "off",
+        pytest.param(
+            "workspace-write",
+            marks=pytest.mark.skipif(SANDBOX_UNAVAILABLE is not None, reason="no sandbox here"),
+        ),
+    ],
+)
 def test_planted_secrets_reach_no_request_and_no_file(
-    workspace: Path, loopback: LoopbackServer, run_cli_process: RunCli
+    workspace: Path, loopback: LoopbackServer, run_cli_process: RunCli, sandbox: str
 ) -> None:
     plant_secrets(workspace)
     loopback.queue(
@@ -78,7 +92,14 @@ def test_planted_secrets_reach_no_request_and_no_file(
     )
 
     run = run_cli_process(
-        "run", "--chapter", "8", "-y", "--prompt", "look around", env=PLANTED_ENVIRONMENT
+        "run",
+        "--chapter",
+        "8",
+        "-y",
+        f"--sandbox={sandbox}",
+        "--prompt",
+        "look around",
+        env=PLANTED_ENVIRONMENT,
     )
 
     assert run.exit_code == 0, run.stderr
@@ -92,10 +113,12 @@ def test_planted_secrets_reach_no_request_and_no_file(
         for secret in PLANTED
         if secret.encode() in data
     ] == []
-    # Masked, not missing: the parent's environment block did hold them.
     environ_output = tool_messages(loopback.requests[1])[0]
     for name in ("SERVICE_API_TOKEN", "DB_PASSWORD", "OPENAI_API_KEY"):
-        assert f"{name}=[REDACTED:{name}]" in environ_output
+        if sandbox == "off":  # masked, not missing: the agent's environment did hold them
+            assert f"{name}=[REDACTED:{name}]" in environ_output
+        else:  # not even there: in the sandbox the agent's process is out of sight
+            assert name not in environ_output
 
 
 def test_a_persisted_artifact_holds_the_redacted_bytes(

