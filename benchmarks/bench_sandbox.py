@@ -1,7 +1,8 @@
 """What the sandbox costs per command: the median wall time of `bash -c true` started
 plainly and started confined (workspace-write with the network off, and on), interleaved so
-a machine that gets busier slows them alike, plus the time to decide the mounts alone; and
-the CPU time the children used (user + system), the steadier figure on a shared machine.
+a machine that gets busier slows them alike, plus the time to decide the mounts alone and
+a whole bash-tool run (`run_command`: start, pump, sweep) each way; and the CPU time the
+children used (user + system), the steadier figure on a shared machine.
 
 Run with `make bench` (`.venv/bin/python benchmarks/bench_sandbox.py [RUNS]`).
 """
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent_tutorial.adapters.sandbox import SandboxPolicy, sandbox_available, sandboxed
+from agent_tutorial.adapters.shell import run_command
 
 DEFAULT_RUNS = 20
 COMMAND = ["bash", "-c", "true"]
@@ -35,6 +37,11 @@ def start(policy: SandboxPolicy) -> None:
 def decide_only(policy: SandboxPolicy) -> None:
     with sandboxed(policy, COMMAND, cwd=policy.workspace):
         pass
+
+
+def through_the_tool(policy: SandboxPolicy | None, workspace: Path) -> None:
+    result = run_command("true", cwd=workspace, timeout_s=60, sandbox=policy)
+    assert result.exit_code == 0, result.output
 
 
 def child_cpu_seconds() -> float:
@@ -67,6 +74,8 @@ def main() -> None:
             "sandboxed, network off": lambda: start(policies[False]),
             "sandboxed, network on": lambda: start(policies[True]),
             "deciding the mounts alone": lambda: decide_only(policies[False]),
+            "run_command, plain": lambda: through_the_tool(None, root / "workspace"),
+            "run_command, sandboxed": lambda: through_the_tool(policies[False], root / "workspace"),
         }
         times: dict[str, list[float]] = {label: [] for label in contenders}
         cpu: dict[str, list[float]] = {label: [] for label in contenders}
@@ -81,7 +90,8 @@ def main() -> None:
     baseline = wall["plain bash -c true"]
     print(f"sandbox cost per command, median of {runs} runs (wall, children's CPU):")
     for label, milliseconds in wall.items():
-        ratio = f"  {milliseconds / baseline:4.1f}x plain" if "sandboxed" in label else ""
+        base = wall["run_command, plain"] if label.startswith("run_command") else baseline
+        ratio = f"  {milliseconds / base:4.1f}x plain" if "sandboxed" in label else ""
         print(f"  {label:<28} {milliseconds:7.1f} ms {used[label]:6.1f} ms CPU{ratio}")
 
 
