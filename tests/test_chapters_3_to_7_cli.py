@@ -106,9 +106,11 @@ def test_ch3_without_a_terminal_bash_is_denied_and_runs_nothing(
     assert "--permission-mode auto" in reply
 
 
-def test_ch3_accept_edits_lets_write_file_through_but_still_denies_bash(
+def test_ch3_accept_edits_lets_write_file_through_but_denies_unsandboxed_bash(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
+    """Without the sandbox bash can do more than an edit, so accept-edits does not let it
+    through (the sandboxed side of this line is in test_sandbox_cli.py)."""
     loopback.queue(
         tool_stream(
             [
@@ -120,7 +122,15 @@ def test_ch3_accept_edits_lets_write_file_through_but_still_denies_bash(
     )
 
     result = run_cli(
-        "run", "--chapter", "3", "--permission-mode", "accept-edits", "--prompt", "write notes"
+        "run",
+        "--chapter",
+        "3",
+        "--permission-mode",
+        "accept-edits",
+        "--sandbox",
+        "off",
+        "--prompt",
+        "write notes",
     )
 
     assert result.exit_code == 0, result.stderr

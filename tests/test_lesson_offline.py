@@ -47,6 +47,11 @@ def make_environment() -> dict[str, str]:
     return environment | {"OPENAI_API_KEY": "sk-users-own-key-must-stay-home"}
 
 
+HANG_GUARD_S = 600
+"""Only for a lesson that hangs: eight lessons take seconds each, but all eight start at once
+and a busy 2-core machine has slowed them past two minutes."""
+
+
 def make_lessons(*variables: str, chapters: range = CHAPTERS) -> dict[int, Run]:
     """`make lesson N=k` for each chapter, all at once (each in its own temporary folder)."""
     started = time.monotonic()
@@ -63,9 +68,15 @@ def make_lessons(*variables: str, chapters: range = CHAPTERS) -> dict[int, Run]:
         for chapter in chapters
     }
     runs = {}
-    for chapter, process in processes.items():
-        stdout, stderr = process.communicate(timeout=120)
-        runs[chapter] = Run(process.returncode, stdout, stderr, time.monotonic() - started)
+    try:
+        for chapter, process in processes.items():
+            stdout, stderr = process.communicate(timeout=HANG_GUARD_S)
+            runs[chapter] = Run(process.returncode, stdout, stderr, time.monotonic() - started)
+    finally:  # a hung lesson must not outlive the test and haunt the next one
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
     return runs
 
 
