@@ -193,9 +193,18 @@ def diff_problems(chapter: int, section: list[str], previous: str, lesson: str) 
 
 
 def try_it_problems(chapter: int, section: list[str]) -> list[str]:
-    text = "\n".join(section)
-    wanted = [f"make lesson N={chapter}", f"chapters/ch{chapter:02d}.py --prompt", "--trace"]
-    return [f"'Try it' does not show {command!r}" for command in wanted if command not in text]
+    """The offline run, and the lesson run by hand with a prompt (options in any order)."""
+    lesson = f"chapters/ch{chapter:02d}.py"
+    wanted = {  # what is shown: how it is found on one line
+        f"make lesson N={chapter}": rf"make lesson N={chapter}\b",
+        f"{lesson} … --prompt": rf"{re.escape(lesson)}\b.* --prompt\b",
+        "--trace": r"--trace\b",
+    }
+    return [
+        f"'Try it' does not show {shown!r}"
+        for shown, pattern in wanted.items()
+        if not any(re.search(pattern, line) for line in section)
+    ]
 
 
 def exercise_problems(section: list[str]) -> list[str]:
@@ -500,6 +509,10 @@ def test_the_problem_comes_before_the_diagram() -> None:
 
 def test_try_it_shows_the_offline_run_and_the_real_one() -> None:
     assert problems_of(changed(" --trace", "")) == ["'Try it' does not show '--trace'"]
+    assert problems_of(changed('ch02.py --prompt "go"', 'ch02.py -y --prompt "go"')) == []
+    assert problems_of(changed('ch02.py --prompt "go"', 'ch02.py "go"')) == [
+        "'Try it' does not show 'chapters/ch02.py … --prompt'"
+    ]
     assert problems_of(changed("make lesson N=2", "make lesson N=3")) == [
         "'Try it' does not show 'make lesson N=2'"
     ]
