@@ -124,6 +124,8 @@ def excerpt_problems(chapter: int, lines: list[str], block: Block, lesson: list[
     excerpt = dedented(block.body)
     if not block.body:
         return [f"{place}: it is empty"]
+    if not (block.body[0].strip() and block.body[-1].strip()):
+        return [f"{place}: it starts or ends with a blank line (ruff would drop it)"]
     if 1 <= start <= end and dedented(lesson[start - 1 : end]) == excerpt:
         return []
     found = where_excerpt_is(excerpt, lesson)
@@ -406,6 +408,16 @@ def test_a_range_that_takes_in_a_blank_line_more_is_caught() -> None:
         "the excerpt at guide line 11: it says lines 3–5 of ch02.py, but it is lines 3–4"
     ]
     assert problems_of(changed("Lines 3–4 of", "Lines 2–4 of")) != []
+
+
+def test_an_excerpt_with_a_blank_line_at_an_end_is_caught() -> None:
+    guide = changed("Line 7 of `ch02.py` names", "Lines 7–9 of `ch02.py` name")
+    whole = "def double(number: int) -> int:\n    return 2 * number\n\n```"
+    guide = changed("def double(number: int) -> int:\n```", whole, guide)
+
+    assert problems_of(guide) == [
+        "the excerpt at guide line 18: it starts or ends with a blank line (ruff would drop it)"
+    ]
 
 
 def test_a_single_line_reference_and_a_hyphen_range_are_read() -> None:
