@@ -22,6 +22,7 @@ from agent_tutorial.commands.edge import FailureEdge
 from agent_tutorial.commands.process import running_as_the_command
 from agent_tutorial.commands.run import OutputFormat, RunOptions, run_command
 from agent_tutorial.commands.sessions import sessions_app
+from agent_tutorial.commands.trust import trust
 from agent_tutorial.core.errors import EXIT_OK
 
 app = typer.Typer(
@@ -143,6 +144,14 @@ def run(
             show_default=False,
         ),
     ] = None,
+    trust_project: Annotated[
+        bool,
+        typer.Option(
+            "--trust-project",
+            help="Apply the project's hooks, mode, allow rules, base URL and other powerful "
+            "settings for this run only (agent-tutorial trust records trust).",
+        ),
+    ] = False,
 ) -> None:
     """Run one prompt, or open the REPL.
 
@@ -166,6 +175,7 @@ def run(
         resume_latest=continue_,
         resume_id=resume,
         compaction=None if compaction is None else compaction.value,
+        trust_project=trust_project,
     )
     run_command(ctx, options, no_color=no_color)
 
@@ -174,6 +184,7 @@ def run(
 app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(sessions_app, name="sessions")
 app.command(short_help=BENCH_HELP)(bench)
+app.command()(trust)
 
 
 def main() -> None:

@@ -7,20 +7,26 @@ Permission rules and hooks are the exception: those of both config files add up,
 project cannot drop the user's own. `.agent_tutorial/.env` never overrides a variable the
 real environment already has. API keys live only in the environment (or `.env`);
 `config.toml` names the variable that holds one.
+
+The project's two files (`ProjectSettings`, of the project root) are read once and split:
+its powerful settings (`POWERFUL_SETTINGS`) apply only in a trusted folder (`folder_trust`),
+the rest always. The flags, the environment and the user's config are always the user's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import os
 import tomllib
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -68,6 +74,25 @@ MAX_TOKENS = 10_000_000
 MiB = 1024 * 1024
 _WIRE = WireOptions()
 """The adapter's defaults, which the wire settings below document and start from."""
+
+SANDBOX_SETTINGS = ("sandbox", "sandbox_network")
+"""The sandbox's settings: powerful from the day they exist (another change adds them)."""
+ALLOW_RULES = "permissions.rules"
+NARROWING_BEHAVIOURS = ("deny", "ask")
+POWERFUL_SETTINGS = (
+    "hooks",
+    "permission_mode",
+    ALLOW_RULES,
+    "shell_environment",
+    "base_url",
+    "api_key_env",
+    "redact_secrets",
+    *SANDBOX_SETTINGS,
+)
+"""Project settings that apply only in a trusted folder: they run commands (hooks), let
+calls run unasked (the mode, allow rules, the sandbox), let secrets into bash, or choose
+where the API key goes, which key it is and what is masked. Of `permissions.rules` only
+the allow rules: deny and ask rules narrow, and apply always."""
 
 
 class ConfigError(AgentTutorialError):
@@ -241,6 +266,14 @@ class Settings(BaseSettings):
 
 _WINDOW_KEYS = frozenset({"context_window_tokens", "agent_tutorial_context_window"})
 """The top-level window's name and its environment variable's, as sources hand them over."""
+_ALIASES = {
+    choice.lower(): name
+    for name, field in Settings.model_fields.items()
+    if isinstance(field.validation_alias, AliasChoices)
+    for choice in field.validation_alias.choices
+    if isinstance(choice, str)
+} | {f"agent_tutorial_{name}": name for name in Settings.model_fields}
+"""Every other name a setting is given by (`OPENAI_BASE_URL`, `AGENT_TUTORIAL_HOOKS`)."""
 
 
 def user_config_path() -> Path:
@@ -248,15 +281,21 @@ def user_config_path() -> Path:
     return Path(base) / "agent-tutorial" / "config.toml"
 
 
-def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Settings:
+def load_settings(
+    root: Path,
+    flags: Mapping[str, Any] | None = None,
+    *,
+    project: ProjectSettings | None = None,
+    trusted: bool = False,
+) -> Settings:
     """Merge every source for the project at `root` (whose `.agent_tutorial/` is read; see
-    `project.find_project`); raise `ConfigError` with a readable message."""
+    `project.find_project`, or pass it as read in `project`); its powerful settings apply
+    only when `trusted`. Raise `ConfigError` with a readable message."""
     state_dir = root / STATE_DIR
-    refuse_unusable_state_dir(state_dir)
+    project = project or read_project_settings(root)
+    project_toml, project_dotenv = project.layers(trusted=trusted)
     given = {key: value for key, value in (flags or {}).items() if value is not None}
-    toml_layers = _with_lists_added_up(
-        [_read_toml(user_config_path()), _read_toml(state_dir / "config.toml")]
-    )
+    toml_layers = _with_lists_added_up([_read_toml(user_config_path()), dict(project_toml)])
 
     class WorkspaceSettings(Settings):
         """Settings with this workspace's files as sources, in order of precedence."""
@@ -273,7 +312,7 @@ def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Setting
             return (
                 init_settings,
                 EnvSettingsSource(settings_cls),
-                _KnownKeysDotEnv(settings_cls, env_file=state_dir / ".env"),
+                InitSettingsSource(settings_cls, dict(project_dotenv)),
                 *(InitSettingsSource(settings_cls, layer) for layer in reversed(toml_layers)),
             )
 
@@ -283,11 +322,114 @@ def load_settings(root: Path, flags: Mapping[str, Any] | None = None) -> Setting
         raise ConfigError(f"invalid configuration: {_describe_config_error(error)}") from None
     except SettingsError as error:  # a table given in the environment that is not JSON
         raise ConfigError(f"invalid configuration: {error}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"cannot read {state_dir / '.env'}: it is not UTF-8 text") from None
     if not settings.is_demo:
         _check_base_url(settings.base_url)
     return _with_named_key(settings, state_dir / ".env")
+
+
+@dataclass(frozen=True)
+class ProjectSettings:
+    """The project's `config.toml` and `.env`, read once, with the powerful settings set
+    apart: the run decides trust by what was read, and loads exactly that."""
+
+    toml: Mapping[str, Any]
+    dotenv: Mapping[str, Any]
+    """`.env`'s settings (other lines left out), decoded as the settings read them."""
+    plain_toml: Mapping[str, Any]
+    plain_dotenv: Mapping[str, Any]
+    powerful: Mapping[str, Any]
+    """Each powerful setting found: a TOML one by its setting name (`hooks`,
+    `permissions.rules`: the allow rules), a `.env` line by its variable."""
+    dotenv_path: Path
+
+    def layers(self, *, trusted: bool) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+        """(config.toml, .env) as they apply: whole when trusted, else without power."""
+        if trusted:
+            return self.toml, self.dotenv
+        return self.plain_toml, self.plain_dotenv
+
+    @property
+    def digest(self) -> str:
+        """What trusting the folder trusts: a hash of the powerful settings' values (their
+        layout and comments may change; the scripts a hook calls are not covered)."""
+        text = orjson.dumps(self.powerful, option=orjson.OPT_SORT_KEYS, default=str)
+        return hashlib.sha256(text).hexdigest()
+
+
+def read_project_settings(root: Path) -> ProjectSettings:
+    """The project's own settings files, split by power; `ConfigError` if unreadable."""
+    state_dir = root / STATE_DIR
+    refuse_unusable_state_dir(state_dir)
+    toml = _read_toml(state_dir / "config.toml")
+    dotenv_path = state_dir / ".env"
+    dotenv = _read_project_dotenv(dotenv_path)
+    plain_toml, powerful_toml = _split_power(toml, _toml_name)
+    plain_dotenv, powerful_dotenv = _split_power(dotenv, _dotenv_name)
+    powerful = {**powerful_toml, **powerful_dotenv}
+    return ProjectSettings(toml, dotenv, plain_toml, plain_dotenv, powerful, dotenv_path)
+
+
+def _read_project_dotenv(path: Path) -> dict[str, Any]:
+    try:
+        return _KnownKeysDotEnv(Settings, env_file=path)()
+    except SettingsError as error:  # a table on a line that is not JSON
+        raise ConfigError(f"invalid configuration in {path}: {error}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"cannot read {path}: it is not UTF-8 text") from None
+
+
+def _split_power(
+    values: Mapping[str, Any], shown_as: Callable[[str, str], str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(plain, powerful) of one file's settings; `shown_as(key, setting)` names a powerful
+    one in messages and in the hash."""
+    plain: dict[str, Any] = {}
+    powerful: dict[str, Any] = {}
+    for key, value in values.items():
+        setting = _setting_of(key)
+        if setting == "permissions":
+            plain[key], allow = _without_allow_rules(value)
+            if allow:
+                powerful[shown_as(key, ALLOW_RULES)] = allow
+        elif setting in POWERFUL_SETTINGS:
+            powerful[shown_as(key, setting)] = value
+        else:
+            plain[key] = value
+    return plain, powerful
+
+
+def _without_allow_rules(permissions: Any) -> tuple[Any, list[Any]]:
+    """The permissions table with only its narrowing (deny and ask) rules, and the others:
+    the allow rules, and any rule that is not plainly narrowing (validation would refuse
+    it, but only a trusted folder's rules are worth a configuration error). A table of
+    another shape is left whole for validation to report."""
+    rules = permissions.get("rules") if isinstance(permissions, dict) else None
+    if not isinstance(rules, list):
+        return permissions, []
+    narrowing = [rule for rule in rules if _narrows(rule)]
+    others = [rule for rule in rules if not _narrows(rule)]
+    return {**permissions, "rules": narrowing}, others
+
+
+def _narrows(rule: Any) -> bool:
+    return isinstance(rule, dict) and rule.get("behavior") in NARROWING_BEHAVIOURS
+
+
+def _setting_of(key: str) -> str:
+    """The setting a key sets: keys are case-insensitive, and may be an alias."""
+    return _ALIASES.get(key.lower(), key.lower())
+
+
+def _toml_name(key: str, setting: str) -> str:
+    return setting
+
+
+def _dotenv_name(key: str, setting: str) -> str:
+    """A `.env` line by its variable: the alias it used, or `AGENT_TUTORIAL_<NAME>`."""
+    if key.lower() in _ALIASES:
+        return key.upper()
+    field = "permissions" if setting == ALLOW_RULES else setting
+    return f"AGENT_TUTORIAL_{field.upper()}"
 
 
 class _KnownKeysDotEnv(DotEnvSettingsSource):
@@ -312,6 +454,19 @@ def _setting_keys(settings_cls: type[BaseSettings]) -> frozenset[str]:
         if isinstance(alias, AliasChoices):
             keys.update(choice.lower() for choice in alias.choices if isinstance(choice, str))
     return frozenset(keys)
+
+
+def key_from_project_dotenv(settings: Settings, project: ProjectSettings) -> str | None:
+    """The variable whose value in the project's `.env` is the key in use, when the
+    environment does not hold it (a run says so once: a cloned project can ship a key)."""
+    if settings.api_key is None or settings.is_demo:
+        return None
+    key = settings.api_key.get_secret_value()
+    lines = read_dotenv(project.dotenv_path)
+    for name in dict.fromkeys(("OPENAI_API_KEY", settings.api_key_env)):
+        if not os.environ.get(name) and lines.get(name) == key:
+            return name
+    return None
 
 
 def refuse_unusable_state_dir(state_dir: Path) -> None:

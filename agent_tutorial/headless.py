@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import IO, Any, Literal
 
@@ -99,10 +99,12 @@ def init_record(
     tools: list[str],
     cwd: str,
     project_root: str | None = None,
+    ignored_project_settings: Sequence[str] = (),
 ) -> Record:
     """stream-json's first line: what this run is working with. `cwd` is the tools'
     boundary; `project_root` the folder whose `.agent_tutorial/` the run uses (the same
-    or above it)."""
+    or above it); `ignored_project_settings` its powerful settings this run goes without,
+    the folder being untrusted (the names the stderr line gives)."""
     return {
         "type": "system",
         "subtype": "init",
@@ -112,6 +114,7 @@ def init_record(
         "tools": tools,
         "cwd": cwd,
         "project_root": cwd if project_root is None else project_root,
+        "ignored_project_settings": list(ignored_project_settings),
     }
 
 

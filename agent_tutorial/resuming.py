@@ -18,9 +18,15 @@ from agent_tutorial.features.sessions import (
     continue_candidates,
     find_session,
     load_session,
+    written_by_this_user,
 )
 
 DEFAULT_CHAPTER = 8
+NOT_WRITTEN_HERE = (
+    "this folder is not trusted and the file was not written by you here (committed or "
+    "copied into the project); `--resume ID` resumes it, `agent-tutorial trust` trusts "
+    "the folder"
+)
 
 
 @dataclass(frozen=True)
@@ -39,23 +45,34 @@ class ResumeChoice:
         return f"resumed {self.session.meta.session_id} ({messages} messages, chapter {chapter})"
 
 
-def choose_session(workspace: Path, latest: bool, session_id: str | None) -> ResumeChoice | None:
+def choose_session(
+    workspace: Path, latest: bool, session_id: str | None, *, others_sessions: bool = True
+) -> ResumeChoice | None:
     """The session `--resume ID` (or, with `latest`, `--continue`) names; None for neither.
-    Raises `SessionError` when there is none to resume or the named one does not load."""
+    Without `others_sessions` (an untrusted folder) `--continue` passes over, and names,
+    the session files the agent did not write for this user: a repository can commit a
+    conversation in which "the user" asked for anything. Raises `SessionError` when there
+    is none to resume or the named one does not load."""
     if session_id is not None:
         path = find_session(workspace, session_id)
         return ResumeChoice(path, load_session(path, repair=False))
     if not latest:
         return None
     skipped: list[str] = []
+    damaged = 0
     for info in continue_candidates(workspace):
+        if not (others_sessions or written_by_this_user(info)):
+            skipped.append(f"skipped session {info.session_id}: {NOT_WRITTEN_HERE}")
+            continue
         check = check_session(info)
         if check.problem is None:
             return ResumeChoice(info.path, load_session(info.path, repair=False), skipped)
         skipped.append(f"skipped session {info.session_id}: {check.problem}")
+        damaged += 1
     reason = "no saved session to continue in this workspace"
     if skipped:
-        reason = f"{reason}: every session with a prompt is damaged ({len(skipped)})"
+        why = "is damaged" if damaged == len(skipped) else "was passed over"
+        reason = f"{reason}: every session with a prompt {why} ({len(skipped)})"
     raise NothingToContinue(reason, skipped)
 
 

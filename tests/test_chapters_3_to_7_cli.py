@@ -190,7 +190,7 @@ def test_ch3_config_rule_allows_git_status_without_a_terminal(
         text_stream("Clean."),
     )
 
-    result = run_cli("run", "--chapter", "3", "--prompt", "status?")
+    result = run_cli("run", "--trust-project", "--chapter", "3", "--prompt", "status?")
 
     assert result.exit_code == 0, result.stderr
     assert not tool_reply_for(loopback, 1, "b1").startswith("Error [")
@@ -242,7 +242,7 @@ def test_ch3_user_config_deny_rule_survives_project_rules(
         text_stream("Kept it."),
     )
 
-    result = run_cli("run", "--chapter", "3", "--prompt", "clean up")
+    result = run_cli("run", "--trust-project", "--chapter", "3", "--prompt", "clean up")
 
     assert result.exit_code == 0, result.stderr
     assert (workspace / "keep.txt").read_text() == "precious"
@@ -305,7 +305,7 @@ def test_ch4_config_hook_exiting_2_blocks_bash_and_its_stderr_reaches_the_model(
         text_stream("The hook blocked it."),
     )
 
-    result = run_cli("run", "--chapter", "4", "-y", "--prompt", "make a file")
+    result = run_cli("run", "--trust-project", "--chapter", "4", "-y", "--prompt", "make a file")
 
     assert result.exit_code == 0, result.stderr
     assert not (workspace / "made.txt").exists()
@@ -330,7 +330,7 @@ def test_ch4_post_tool_use_hook_adds_context_to_the_result(
         text_stream("Read it."),
     )
 
-    result = run_cli("run", "--chapter", "4", "--prompt", "read notes")
+    result = run_cli("run", "--trust-project", "--chapter", "4", "--prompt", "read notes")
 
     assert result.exit_code == 0, result.stderr
     reply = tool_reply_for(loopback, 1, "r1")
@@ -350,7 +350,7 @@ def test_ch4_broken_hook_is_a_hook_execution_error_and_the_run_finishes(
         text_stream("The hook is broken."),
     )
 
-    result = run_cli("run", "--chapter", "4", "-y", "--prompt", "make a file")
+    result = run_cli("run", "--trust-project", "--chapter", "4", "-y", "--prompt", "make a file")
 
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "The hook is broken."

@@ -84,7 +84,7 @@ def test_api_key_env_names_the_variable_that_holds_the_key(
     write(workspace / ".agent_tutorial" / "config.toml", 'api_key_env = "DEEPSEEK_API_KEY"\n')
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-deepseek")
 
-    settings = load_settings(workspace)
+    settings = load_settings(workspace, trusted=True)
 
     assert settings.api_key is not None
     assert settings.api_key.get_secret_value() == "sk-deepseek"
@@ -95,7 +95,7 @@ def test_api_key_env_finds_the_key_in_the_dotenv_file(workspace: Path) -> None:
     write(workspace / ".agent_tutorial" / "config.toml", 'api_key_env = "DEEPSEEK_API_KEY"\n')
     write(workspace / ".agent_tutorial" / ".env", "DEEPSEEK_API_KEY=sk-deepseek-dotenv\n")
 
-    settings = load_settings(workspace)
+    settings = load_settings(workspace, trusted=True)
 
     assert settings.api_key is not None
     assert settings.api_key.get_secret_value() == "sk-deepseek-dotenv"
@@ -128,7 +128,7 @@ def test_an_invalid_value_is_a_readable_config_error(workspace: Path) -> None:
     write(workspace / ".agent_tutorial" / "config.toml", 'permission_mode = "yolo"\n')
 
     with pytest.raises(ConfigError, match="permission_mode"):
-        load_settings(workspace)
+        load_settings(workspace, trusted=True)
 
 
 def test_the_sandbox_is_unset_by_default_and_the_network_off(workspace: Path) -> None:
@@ -244,7 +244,7 @@ def _template_uncommented() -> str:
 def test_the_config_template_uncommented_is_a_valid_config(workspace: Path) -> None:
     write(workspace / ".agent_tutorial" / "config.toml", _template_uncommented())
 
-    settings = load_settings(workspace)
+    settings = load_settings(workspace, trusted=True)
 
     assert settings.shell_environment.include == ("GITHUB_TOKEN",)
     assert settings.compaction == CompactionSettings()

@@ -224,7 +224,7 @@ def test_json_result_of_a_blocked_prompt_names_no_session_since_none_was_kept(
 ) -> None:
     block_every_prompt(workspace)
 
-    result = run_cli("run", "-c", "4", "-p", "go", "--output-format", "json")
+    result = run_cli("run", "--trust-project", "-c", "4", "-p", "go", "--output-format", "json")
 
     record = json_result(result)
     assert result.exit_code == 1
@@ -239,7 +239,9 @@ def test_stream_json_blocked_prompt_keeps_the_announced_id_but_the_result_names_
 ) -> None:
     block_every_prompt(workspace)
 
-    result = run_cli("run", "-c", "4", "-p", "go", "--output-format", "stream-json")
+    result = run_cli(
+        "run", "--trust-project", "-c", "4", "-p", "go", "--output-format", "stream-json"
+    )
 
     lines = stream_lines(result)
     assert result.exit_code == 1

@@ -593,7 +593,7 @@ def test_a_hook_printing_200_mb_fails_the_call_and_memory_stays_flat(
     loopback.queue(tool_stream([("call-1", "bash", {"command": "true"})]), text_stream("done"))
 
     cli = run_cli_measuring_peak_rss(
-        workspace, loopback, "run", "--chapter", "4", "-y", "--prompt", "go"
+        workspace, loopback, "run", "--trust-project", "--chapter", "4", "-y", "--prompt", "go"
     )
 
     assert cli.returncode == 0

@@ -186,7 +186,7 @@ def test_a_dotenv_key_with_a_trailing_comment_is_sent_and_masked_as_the_same_val
     (state / ".env").write_text(
         "DEEPSEEK_API_KEY=sk-deepseek-0123456789abcdef # the team key\n", encoding="utf-8"
     )
-    settings = load_settings(workspace, {"base_url": "http://127.0.0.1:9/v1"})
+    settings = load_settings(workspace, {"base_url": "http://127.0.0.1:9/v1"}, trusted=True)
 
     assert settings.api_key is not None
     assert settings.api_key.get_secret_value() == "sk-deepseek-0123456789abcdef"

@@ -149,6 +149,7 @@ def test_bash_environment_leaves_out_secret_variables_unless_included(
 
     run = run_cli(
         "run",
+        "--trust-project",
         "--chapter",
         "2",
         "--prompt",
@@ -171,7 +172,9 @@ def test_redact_secrets_false_keeps_token_shapes_but_masks_known_values(
     (workspace / "pw").write_text(PLANTED_ENVIRONMENT["DB_PASSWORD"], encoding="utf-8")
     loopback.queue(tool_stream([("c1", "bash", {"command": command})]), text_stream("ok"))
 
-    run = run_cli("run", "--chapter", "2", "--prompt", "x", env=PLANTED_ENVIRONMENT)
+    run = run_cli(
+        "run", "--trust-project", "--chapter", "2", "--prompt", "x", env=PLANTED_ENVIRONMENT
+    )
 
     assert run.exit_code == 0, run.stderr
     assert tool_messages(loopback.requests[1])[0].startswith(f"{token} [REDACTED:DB_PASSWORD]\n")
@@ -315,7 +318,9 @@ def test_secrets_hooks_print_reach_no_request_and_no_file(
     ]
     loopback.queue(tool_stream(calls), text_stream("done"), text_stream("done again"))
 
-    run = run_cli_process("run", "--chapter", "8", "-y", "--prompt", "look around")
+    run = run_cli_process(
+        "run", "--trust-project", "--chapter", "8", "-y", "--prompt", "look around"
+    )
 
     assert run.exit_code == 0, run.stderr
     assert len(loopback.requests) == 3  # the Stop hook's reason was sent as one more turn
@@ -341,7 +346,9 @@ def test_secrets_a_post_tool_use_hook_adds_count_as_redactions(
         text_stream("ok again"),
     )
 
-    run = run_cli("run", "--chapter", "4", "--output-format", "json", "--prompt", "x")
+    run = run_cli(
+        "run", "--trust-project", "--chapter", "4", "--output-format", "json", "--prompt", "x"
+    )
 
     assert run.exit_code == 0, run.stderr
     # PreToolUse context (3) + PostToolUse replaced output (3) and its context (3).

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from contextlib import ExitStack, closing
 from dataclasses import replace
 from enum import StrEnum
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
@@ -32,6 +31,7 @@ from agent_tutorial.core.errors import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from agent_tutorial.commands.trust import FolderTrust
     from agent_tutorial.config import Settings
     from agent_tutorial.conversation import Conversation, ConversationSetup
     from agent_tutorial.core.events import EventSink
@@ -84,6 +84,8 @@ class RunOptions(NamedTuple):
     resume_latest: bool
     resume_id: str | None
     compaction: CompactionStrategy | None = None
+    trust_project: bool = False
+    """`--trust-project`: the project's powerful settings apply to this run, unrecorded."""
 
 
 def _run(
@@ -95,12 +97,13 @@ def _run(
 
     adopt_orphans()
     project = current_project()
-    settings = _with_strategy(_settings_or_exit(project.root, options.flags), options.compaction)
-    resume = _resume_choice(project.root, options.resume_latest, options.resume_id, err)
-    chapter = _chapter_or_note(resume, options.chapter, err)
     interactive = options.prompt is None and stdin_is_terminal()
     if interactive:
         _refuse_json_repl(options.output_format)
+    trust = _folder_trust(project, options.trust_project, err, may_ask=interactive)
+    settings = _with_strategy(_settings_or_exit(trust, options.flags, err), options.compaction)
+    resume = _resume_choice(trust, options.resume_latest, options.resume_id, err)
+    chapter = _chapter_or_note(resume, options.chapter, err)
     text = "" if interactive else read_prompt(options.prompt, settings.max_stdin_bytes)
     renderer = _renderer(options, out, err, interactive=interactive)
     # Only now connect (chapter 8 asks the server for its window): a usage error should not
@@ -108,7 +111,7 @@ def _run(
     sinks = report.sinks(renderer, waiting_interval_s=settings.waiting_event_interval_s)
     setup = _conversation_setup(settings, project, chapter, sinks, err, opened)
     conversation = _open_or_exit(setup, resume, err)
-    _start_report(report, conversation, setup.settings)
+    _start_report(report, conversation, setup.settings, trust)
     with closing(conversation):
         if interactive:
             _repl_or_exit(conversation, report, renderer, setup.settings)
@@ -187,12 +190,13 @@ def _conversation_setup(
     )
 
 
-def _start_report(report: RunReport, conversation: Conversation, settings: Settings) -> None:
+def _start_report(
+    report: RunReport, conversation: Conversation, settings: Settings, trust: FolderTrust
+) -> None:
     window = conversation.agent.context_meter.window
     report.summary.context_window_tokens = None if window is None else window.tokens
-    report.start(
-        _init_record(conversation, settings.model or ""), lambda: conversation.saved_session_id
-    )
+    init = _init_record(conversation, settings.model or "", trust.ignored_settings())
+    report.start(init, lambda: conversation.saved_session_id)
 
 
 def _finish_run(
@@ -211,7 +215,9 @@ def _finish_run(
     report.finish(RunOutcome("success", final_text=result.final_text), chapter=chapter)
 
 
-def _init_record(conversation: Conversation, model: str) -> dict[str, Any]:
+def _init_record(
+    conversation: Conversation, model: str, ignored_project_settings: list[str]
+) -> dict[str, Any]:
     from agent_tutorial.headless import init_record
 
     agent = conversation.agent
@@ -222,20 +228,24 @@ def _init_record(conversation: Conversation, model: str) -> dict[str, Any]:
         tools=[spec.name for spec in agent.runner.tools.specs()],
         cwd=str(agent.workspace),
         project_root=str(agent.project_root),
+        ignored_project_settings=ignored_project_settings,
     )
 
 
 def _resume_choice(
-    root: Path, latest: bool, session_id: str | None, err: Console
+    trust: FolderTrust, latest: bool, session_id: str | None, err: Console
 ) -> ResumeChoice | None:
-    """The session to resume, validated; the newer ones `--continue` skipped are named."""
+    """The session to resume, validated; the newer ones `--continue` skipped are named (in
+    an untrusted folder, those it did not write for this user too)."""
     from agent_tutorial.features.sessions import SessionError, SessionLookupError
     from agent_tutorial.resuming import NothingToContinue, choose_session
 
     if latest and session_id is not None:  # which one was meant is a guess: ask
         raise CommandFailed("--continue and --resume each choose a session; pass one", EXIT_USAGE)
     try:
-        choice = choose_session(root, latest, session_id)
+        choice = choose_session(
+            trust.project.root, latest, session_id, others_sessions=not latest or trust.trusted
+        )
     except NothingToContinue as error:
         print_warnings(err, error.skipped)
         raise CommandFailed(str(error), EXIT_USAGE) from None
@@ -273,12 +283,42 @@ def _open_or_exit(
     return conversation
 
 
-def _settings_or_exit(root: Path, flags: Mapping[str, object]) -> Settings:
-    """The settings of the project at `root` (a `ConfigError` is a usage error, exit 2),
-    with every one set that a run needs."""
-    from agent_tutorial.config import load_settings, missing_settings
+def _folder_trust(
+    project: Project, for_this_run: bool, err: Console, *, may_ask: bool
+) -> FolderTrust:
+    """Whether the project's powerful settings apply: trusted already, by `--trust-project`,
+    or (about to open the REPL on a terminal) by the user's answer; else the one line that
+    names each ignored setting. `-p` never asks."""
+    from agent_tutorial.commands.trust import FolderTrust
+    from agent_tutorial.config import read_project_settings
 
-    settings = load_settings(root, flags)
+    trust = FolderTrust(project, read_project_settings(project.root), for_this_run=for_this_run)
+    if trust.needs_trust and may_ask and err.is_terminal:
+        try:
+            trust.ask(err)
+        except KeyboardInterrupt:
+            raise _interrupted() from None
+    warning = trust.warning()
+    if warning is not None:
+        print_warnings(err, [warning])
+    return trust
+
+
+def _settings_or_exit(trust: FolderTrust, flags: Mapping[str, object], err: Console) -> Settings:
+    """The settings of the project (a `ConfigError` is a usage error, exit 2), with every
+    one set that a run needs; a key taken from the project's `.env` is named once."""
+    from agent_tutorial.config import key_from_project_dotenv, load_settings, missing_settings
+    from agent_tutorial.core.text import printable
+
+    project = trust.settings
+    settings = load_settings(
+        trust.project.root, flags, project=project, trusted=not trust.needs_trust
+    )
+    key_name = key_from_project_dotenv(settings, project)
+    if key_name is not None:
+        shown = printable(str(project.dotenv_path))
+        note = f"using {key_name} from the project's .env ({shown})"
+        err.print(note, style="dim", markup=False, highlight=False)
     missing = missing_settings(settings)
     if missing:
         raise CommandFailed(

@@ -6,6 +6,7 @@ one-line message fit for the user, and `exit_code` is what the command exits wit
     AgentTutorialError                 exit 1 unless said otherwise
     ├── CommandFailed                  (commands.edge) a command stops: its message and exit code
     ├── ConfigError                    (config) settings missing or invalid: exit 2
+    │   └── TrustStoreError            (folder_trust) the trust store is refused
     ├── ModelError                     (core.model) a model call failed
     │   ├── PromptTooLongError         the request does not fit the model's context window
     │   ├── AuthenticationError        401/403: wrong or missing key

@@ -206,6 +206,17 @@ def continue_candidates(workspace: Path) -> list[SessionInfo]:
     return [info for info in list_sessions(workspace) if info.has_prompt or info.problem]
 
 
+def written_by_this_user(info: SessionInfo) -> bool:
+    """Whether the agent wrote this session file for the user now running it: theirs and
+    readable by nobody else, as `SessionLog` creates every file (0600). A checkout or a
+    copy leaves a file readable by others (unless the umask is 077)."""
+    try:
+        status = info.path.lstat()
+    except OSError:
+        return False
+    return status.st_uid == os.geteuid() and not status.st_mode & 0o077
+
+
 def find_session(workspace: Path, id_or_prefix: str) -> Path:
     """The one session file whose id starts with `id_or_prefix`."""
     prefix = id_or_prefix.strip().lower()

@@ -49,6 +49,7 @@ from agent_tutorial.features.session_index import (
     list_sessions,
     read_header,
     sessions_older_than,
+    written_by_this_user,
 )
 from agent_tutorial.features.session_log import SessionLog
 
@@ -79,4 +80,5 @@ __all__ = [
     "load_session",
     "read_header",
     "sessions_older_than",
+    "written_by_this_user",
 ]
