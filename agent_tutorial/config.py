@@ -76,7 +76,8 @@ _WIRE = WireOptions()
 """The adapter's defaults, which the wire settings below document and start from."""
 
 SANDBOX_SETTINGS = ("sandbox", "sandbox_network")
-"""The sandbox's settings: powerful from the day they exist (another change adds them)."""
+"""The sandbox's settings: a project could loosen it (`off`, the network on). It may not
+tighten it either untrusted: the simplest rule that is right is to ignore them all."""
 ALLOW_RULES = "permissions.rules"
 NARROWING_BEHAVIOURS = ("deny", "ask")
 POWERFUL_SETTINGS = (

@@ -153,7 +153,7 @@ def test_a_sandbox_mode_that_does_not_exist_is_a_readable_config_error(workspace
     write(workspace / ".agent_tutorial" / "config.toml", 'sandbox = "danger-full-access"\n')
 
     with pytest.raises(ConfigError, match="sandbox: Input should be 'workspace-write'"):
-        load_settings(workspace)
+        load_settings(workspace, trusted=True)  # a powerful setting: untrusted, it is ignored
 
 
 def test_a_misspelt_key_is_named_unknown_with_the_setting_it_resembles(workspace: Path) -> None:

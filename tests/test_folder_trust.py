@@ -631,9 +631,7 @@ def test_the_hash_follows_the_powerful_settings_not_the_plain_ones(workspace: Pa
 
 def test_the_sandbox_settings_join_the_powerful_ones_by_name() -> None:
     assert {"sandbox", "sandbox_network"} <= set(POWERFUL_SETTINGS)
-    assert set(POWERFUL_SETTINGS) - {"permissions.rules", "sandbox", "sandbox_network"} <= set(
-        Settings.model_fields
-    )
+    assert set(POWERFUL_SETTINGS) - {"permissions.rules"} <= set(Settings.model_fields)
 
 
 @pytest.mark.parametrize(
@@ -680,3 +678,35 @@ def test_a_project_path_that_is_not_utf8_is_kept_by_its_bytes(tmp_path: Path) ->
 
     assert is_trusted(odd, "digest")
     assert next(iter(json.loads(trust_store_path().read_text())["projects"])).startswith("bytes:")
+
+
+@pytest.mark.parametrize(
+    ("file_name", "text", "names"),
+    [
+        ("config.toml", 'sandbox = "off"\nsandbox_network = true\n', "sandbox, sandbox_network"),
+        (
+            ".env",
+            "AGENT_TUTORIAL_SANDBOX=off\nAGENT_TUTORIAL_SANDBOX_NETWORK=true\n",
+            "AGENT_TUTORIAL_SANDBOX, AGENT_TUTORIAL_SANDBOX_NETWORK",
+        ),
+    ],
+)
+def test_an_untrusted_project_cannot_loosen_the_sandbox(
+    run_cli: RunCli,
+    loopback: LoopbackServer,
+    workspace: Path,
+    file_name: str,
+    text: str,
+    names: str,
+) -> None:
+    write_state(workspace, file_name, text)
+    loopback.queue(text_stream("ok"))
+
+    untrusted = load_settings(workspace, {"model": "demo"})
+    trusted = load_settings(workspace, {"model": "demo"}, trusted=True)
+    result = run_cli("run", "-c", "2", "-p", "hi")
+
+    assert (untrusted.sandbox, untrusted.sandbox_network) == (None, False)
+    assert (trusted.sandbox, trusted.sandbox_network) == ("off", True)
+    assert result.exit_code == 0, result.stderr
+    assert f"ignored: {names} (" in one_line_with(result.stderr, "not trusted")
