@@ -60,14 +60,19 @@ def sigint_raises_keyboard_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
-@pytest.fixture
-def loopback() -> Iterator[LoopbackServer]:
+def serving() -> Iterator[LoopbackServer]:
+    """A loopback server for the length of a fixture."""
     server = LoopbackServer()
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def loopback() -> Iterator[LoopbackServer]:
+    yield from serving()
 
 
 _OPENAI_VARIABLES = frozenset({"OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL"})

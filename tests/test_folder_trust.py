@@ -21,7 +21,7 @@ from agent_tutorial.config import (
     read_project_settings,
 )
 from agent_tutorial.folder_trust import TrustStoreError, is_trusted, record_trust, trust_store_path
-from tests.conftest import TEST_API_KEY, RunCli
+from tests.conftest import TEST_API_KEY, RunCli, serving
 from tests.contracts import tool_contents
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 from tests.terminal import Terminal
@@ -200,12 +200,7 @@ def test_an_invalid_powerful_setting_of_an_untrusted_project_is_only_ignored(
 @pytest.fixture
 def project_server() -> Iterator[LoopbackServer]:
     """A second endpoint: the one a cloned repository names."""
-    server = LoopbackServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serving()
 
 
 def users_own_endpoint(loopback: LoopbackServer) -> dict[str, str | None]:
