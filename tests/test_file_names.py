@@ -204,7 +204,16 @@ def test_a_workspace_whose_own_path_is_not_utf8_runs_hooks_and_ends_with_a_resul
 
     done = subprocess.run(
         cli_command(
-            "run", "--model", "demo", "-c", "4", "-p", "hi", "--output-format", "stream-json"
+            "run",
+            "--trust-project",
+            "--model",
+            "demo",
+            "-c",
+            "4",
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
         ),
         cwd=odd,
         capture_output=True,

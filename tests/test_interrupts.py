@@ -414,7 +414,9 @@ def test_sigterm_during_a_hook_stops_it_and_keeps_the_session_paired(
     )
     loopback.queue(tool_stream([("call-1", "bash", {"command": "touch ran.txt"})]))
 
-    with start_cli(workspace, loopback, "run", "--chapter", "4", "-y", "--prompt", "go") as cli:
+    with start_cli(
+        workspace, loopback, "run", "--trust-project", "--chapter", "4", "-y", "--prompt", "go"
+    ) as cli:
         assert wait_until(lambda: sleeping(marker)), "the hook never started sleeping"
         cli.send_signal(signal.SIGTERM)
         _, stderr = cli.communicate(timeout=WAIT_S)

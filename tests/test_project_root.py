@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_tutorial.config import read_project_settings
+from agent_tutorial.folder_trust import record_trust
 from agent_tutorial.project import find_project
 from tests.conftest import LOOPBACK_MODEL, TEST_API_KEY, RunCli
 from tests.contracts import Body, read_call, tool_contents, write_text_file
@@ -34,6 +36,8 @@ def write_endpoint_dotenv(folder: Path, loopback: LoopbackServer) -> Path:
         f"OPENAI_API_KEY={TEST_API_KEY}\n"
         f"AGENT_TUTORIAL_MODEL={LOOPBACK_MODEL}\n"
     )
+    # The user's own project: its OPENAI_BASE_URL applies once trusted, as `trust` records.
+    record_trust(folder, read_project_settings(folder).digest)
     return state
 
 

@@ -142,7 +142,7 @@ def test_an_included_proxy_variable_reaches_bash_with_its_password_masked(
         tool_stream([("c1", "bash", {"command": "echo $HTTP_PROXY"})]), text_stream("done")
     )
 
-    result = run_cli("run", "-c", "2", "-p", "look", env=proxy_environment())
+    result = run_cli("run", "--trust-project", "-c", "2", "-p", "look", env=proxy_environment())
 
     assert result.exit_code == 0, result.stderr
     [output] = [m["content"] for m in conversation(loopback.requests[1]) if m["role"] == "tool"]
