@@ -322,7 +322,7 @@ def test_a_post_tool_use_hook_sees_the_sandbox_denial(
         tool_stream([("b1", "bash", {"command": "echo x > ../outside/f"})]), text_stream("done")
     )
 
-    run = run_cli("run", "--chapter", "4", "-y", "-p", "go")
+    run = run_cli("run", "--trust-project", "--chapter", "4", "-y", "-p", "go")
 
     assert run.exit_code == 0, run.stderr
     seen = json.loads((workspace / "hook-input.json").read_text())
