@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from agent_tutorial.core.messages import (
@@ -27,7 +28,7 @@ from agent_tutorial.features.compaction.index import CanonicalIndex
 from agent_tutorial.features.compaction.layers import CheapLayers, Lead
 from agent_tutorial.features.compaction.seed import SeedStrategy
 from agent_tutorial.features.compaction.settings import CompactionSettings
-from agent_tutorial.features.compaction.sizes import message_utf8_bytes
+from agent_tutorial.features.compaction.sizes import encode_utf8, message_utf8_bytes
 from tests.test_compaction_support import history_with, tool_group
 
 
@@ -71,6 +72,17 @@ def test_history_utf8_bytes_survives_lone_surrogates() -> None:
     history: list[ChatMessage] = [tool_message("bad name \udcff", "c1")]
 
     assert history_utf8_bytes(history) == len(transcript_jsonl(history)) > 0
+
+
+def test_a_name_byte_that_is_not_utf8_is_written_escaped_in_the_transcript() -> None:
+    """`caf\\xe9.txt`, as the terminal, the tools and the session file show it; not `caf?`."""
+    history: list[ChatMessage] = [tool_message("caf\udce9.txt", "c1")]
+
+    line = transcript_jsonl(history)
+
+    assert orjson.loads(line)["content"] == "caf\\xe9.txt"
+    assert b"caf?" not in line
+    assert encode_utf8("caf\udce9.txt") == b"caf\\xe9.txt"
 
 
 def test_snip_leaves_fifty_groups_alone() -> None:

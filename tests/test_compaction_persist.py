@@ -56,6 +56,16 @@ def test_result_one_byte_over_the_threshold_is_persisted_with_its_full_bytes(
     assert artifact.reference.path.read_bytes() == content.encode()
 
 
+def test_a_persisted_name_byte_that_is_not_utf8_is_written_escaped(workspace: Path) -> None:
+    """tool_success escapes such a byte already; a result built otherwise is escaped here."""
+    content = "caf\udce9.txt\n" * 3_000  # 3,000 lines of a grep over a planted name
+
+    batch = make_persister(workspace).persist([ToolResult(content=content)])
+
+    (artifact,) = batch.artifacts
+    assert artifact.reference.path.read_bytes() == b"caf\\xe9.txt\n" * 3_000
+
+
 def test_threshold_counts_utf8_bytes_not_characters(workspace: Path) -> None:
     persister = make_persister(workspace)
     exactly = tool_success("é" * 15_000)  # 15,000 characters, 30,000 bytes

@@ -3,21 +3,21 @@ per message in the wire shape. Every budget in the chapter is counted this way."
 
 from __future__ import annotations
 
-import json
-
 import orjson
 
 from agent_tutorial.core.messages import ChatMessage, History, to_wire
+from agent_tutorial.core.text import encodable, plain_json
 
 _JSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
 def encode_utf8(text: str) -> bytes:
-    """The UTF-8 bytes of `text`; a lone surrogate (from an undecodable file name) becomes `?`."""
+    """The UTF-8 bytes of `text`; a byte of a file name that is not UTF-8 (a lone
+    surrogate) is written `\\xe9`, as everywhere else it is shown (`core.text`)."""
     try:
         return text.encode()
     except UnicodeEncodeError:
-        return text.encode(errors="replace")
+        return encodable(text).encode()
 
 
 def serialize_message(message: ChatMessage) -> bytes:
@@ -26,9 +26,8 @@ def serialize_message(message: ChatMessage) -> bytes:
     wire = to_wire(message)
     try:
         return orjson.dumps(wire, option=_JSON_OPTIONS)
-    except orjson.JSONEncodeError:  # orjson refuses lone surrogates; the stdlib does not
-        text = json.dumps(wire, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-        return encode_utf8(text) + b"\n"
+    except orjson.JSONEncodeError:  # a lone surrogate: written `\xe9`, as encode_utf8 does
+        return orjson.dumps(plain_json(wire), option=_JSON_OPTIONS)
 
 
 def message_utf8_bytes(message: ChatMessage) -> int:
