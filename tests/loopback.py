@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -324,3 +325,10 @@ def delta_stream(
     if usage is not None:
         events.append(_usage_chunk(*usage))
     return Reply(sse_events=events)
+
+
+def refused_port() -> int:
+    """A port nothing listens on (bound, then closed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

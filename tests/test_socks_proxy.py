@@ -4,24 +4,17 @@ SDK's HTTP client honours any proxy variable, instead of an ImportError tracebac
 
 from __future__ import annotations
 
-import socket
 from urllib.parse import urlsplit
 
 from tests.conftest import RunCli
-from tests.loopback import LoopbackServer, text_stream
+from tests.loopback import LoopbackServer, refused_port, text_stream
 from tests.socks_proxy import socks5_proxy
 
-NO_OTHER_PROXY = {
-    name: None
-    for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy")
-}
-
-
-def refused_port() -> int:
-    """A port nothing listens on (bound, then closed)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+ONE_PROMPT = ("run", "-c", "1", "-p", "hi")
+NO_OTHER_PROXY: dict[str, str | None] = dict.fromkeys(
+    ("NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "all_proxy")
+)
+"""Unset, so that only the test's own ALL_PROXY decides the route."""
 
 
 def endpoint_address(loopback: LoopbackServer) -> tuple[str, int]:
@@ -36,9 +29,7 @@ def test_a_run_reaches_the_endpoint_through_a_socks5_proxy(
     loopback.queue(text_stream("through the proxy"))
 
     with socks5_proxy() as proxy:
-        result = run_cli(
-            "run", "-c", "1", "-p", "hi", env={**NO_OTHER_PROXY, "ALL_PROXY": proxy.url}
-        )
+        result = run_cli(*ONE_PROMPT, env={**NO_OTHER_PROXY, "ALL_PROXY": proxy.url})
 
     assert (result.exit_code, result.stdout) == (0, "through the proxy\n"), result.stderr
     assert proxy.relayed and set(proxy.relayed) == {endpoint_address(loopback)}
@@ -49,14 +40,8 @@ def test_a_socks5_proxy_that_refuses_is_a_clear_connection_error(
 ) -> None:
     proxy = f"socks5://127.0.0.1:{refused_port()}"
 
-    result = run_cli(
-        "run",
-        "-c",
-        "1",
-        "-p",
-        "hi",
-        env={**NO_OTHER_PROXY, "ALL_PROXY": proxy, "AGENT_TUTORIAL_MAX_RETRIES": "0"},
-    )
+    once = {"AGENT_TUTORIAL_MAX_RETRIES": "0"}
+    result = run_cli(*ONE_PROMPT, env={**NO_OTHER_PROXY, "ALL_PROXY": proxy, **once})
 
     assert result.exit_code == 1 and result.stdout == ""
     assert "Traceback" not in result.stderr and "ImportError" not in result.stderr
@@ -71,7 +56,7 @@ def test_a_socks_proxy_passed_over_by_no_proxy_leaves_the_endpoint_direct(
     proxy = f"socks5://127.0.0.1:{refused_port()}"
 
     result = run_cli(
-        "run", "-c", "1", "-p", "hi", env={"ALL_PROXY": proxy, "NO_PROXY": "127.0.0.1"}
+        *ONE_PROMPT, env={**NO_OTHER_PROXY, "ALL_PROXY": proxy, "NO_PROXY": "127.0.0.1"}
     )
 
     assert (result.exit_code, result.stdout) == (0, "direct\n"), result.stderr

@@ -8,7 +8,6 @@ and bash's `env` showed every such variable whole."""
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from agent_tutorial.features.redaction import (
 )
 from agent_tutorial.features.shell_environment import shell_environment
 from tests.conftest import RunCli
-from tests.loopback import LoopbackServer, conversation, text_stream, tool_stream
+from tests.loopback import LoopbackServer, conversation, refused_port, text_stream, tool_stream
 
 SHORT = "S3cret"  # shorter than a known secret's 8 characters: masked in URLs only
 PROXY_PASSWORDS = {
@@ -32,13 +31,6 @@ PROXY_PASSWORDS = {
 }
 OTHER_URL = ("MY_DB", "postgres://dave:DbPassw0rd!@db.invalid/app")
 EVERY_PASSWORD = [SHORT, *PROXY_PASSWORDS.values(), "DbPassw0rd!", "EchoedPassw0rd"]
-
-
-def refused_port() -> int:
-    """A port nothing listens on (bound, then closed)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def with_password(base_url: str, password: str = SHORT) -> str:
