@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from rich.text import Text
 
 from agent_tutorial.conversation import Conversation
 from agent_tutorial.core.loop import AgentRunner, TurnInterrupted
@@ -188,7 +189,9 @@ def test_repl_reports_an_interrupted_tool_and_stops_its_spinner(
     goes_on = repl_at_chapter_2.repl.handle("wait a minute")
 
     assert goes_on
-    assert "interrupted; the conversation goes on" in repl_at_chapter_2.stderr.getvalue()
+    shown = Text.from_ansi(repl_at_chapter_2.stderr.getvalue()).plain  # without its colours
+    assert "✗ bash sleep 60  Error [interrupted]" in shown
+    assert shown.index("✗ bash sleep 60") < shown.index("interrupted; the conversation goes on")
     assert "error:" not in repl_at_chapter_2.stderr.getvalue()
     assert wait_until(lambda: not live_display_threads(), timeout_s=2.0)  # stop() does not join
     assert processes_with_marker(marker) == []
@@ -303,15 +306,55 @@ def test_ctrl_c_in_a_one_shot_run_exits_130_promptly_leaving_nothing(
     assert "Traceback" not in run.stderr
 
 
-def test_ctrl_c_under_json_output_still_prints_one_error_result_and_exits_130(
+def test_a_one_shot_run_shows_the_interrupted_tool_as_finished(
     workspace: Path, loopback: LoopbackServer, marker: str
 ) -> None:
-    run = interrupt_cli_during_sleep(workspace, loopback, marker, output_format="json")
+    run = interrupt_cli_during_sleep(workspace, loopback, marker)
+
+    tool_line, error = run.stderr.splitlines()
+    assert tool_line.startswith("✗ bash sleep 60  Error [interrupted]  ")
+    assert error == "error: interrupted"
+
+
+@pytest.mark.parametrize(
+    ("signal_number", "error"),
+    [(signal.SIGINT, "interrupted"), (signal.SIGTERM, "interrupted by SIGTERM")],
+)
+def test_an_interrupt_under_json_output_prints_one_result_counting_the_tool(
+    workspace: Path,
+    loopback: LoopbackServer,
+    marker: str,
+    signal_number: signal.Signals,
+    error: str,
+) -> None:
+    run = interrupt_cli_during_sleep(
+        workspace, loopback, marker, signal_number, output_format="json"
+    )
 
     record = json.loads(run.stdout)
-    assert run.exit_code == 130, run.stderr
+    assert run.exit_code == 128 + signal_number, run.stderr
     assert record["type"] == "result" and record["is_error"] is True
-    assert record["subtype"] == "error_during_execution" and record["error"] == "interrupted"
+    assert record["subtype"] == "error_during_execution" and record["error"] == error
+    assert (record["tool_calls"], record["tool_errors"]) == (1, 1)
+
+
+def test_an_interrupt_under_stream_json_finishes_the_tool_before_its_result_message(
+    workspace: Path, loopback: LoopbackServer, marker: str
+) -> None:
+    run = interrupt_cli_during_sleep(workspace, loopback, marker, output_format="stream-json")
+
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    kinds = [(record["type"], record.get("id")) for record in records]
+    finished = kinds.index(("tool_finished", "call-sleep"))
+    assert kinds[finished - 1] == ("tool_started", "call-sleep")
+    assert records[finished]["is_error"] is True
+    assert records[finished]["error_code"] == "interrupted"
+    assert records[finished + 1]["message"] == {
+        "role": "tool",
+        "content": INTERRUPTED,
+        "tool_call_id": "call-sleep",
+    }
+    assert records[-1]["type"] == "result" and records[-1]["tool_calls"] == 1
 
 
 def test_interrupted_one_shot_run_can_be_continued_with_its_paired_result(

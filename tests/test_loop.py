@@ -527,6 +527,49 @@ def test_call_guard_after_call_can_rewrite_the_result(bench: Bench) -> None:
     assert tool_messages(runner.history) == [tool_message("echo: [redacted] (checked)", "c1")]
 
 
+class ManualClock:
+    """Stands in for the loop's `time` module: it moves only when a test moves it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class SlowGuard:
+    """A guard that takes 100 s before the call (a person at the approval prompt) and 2 s
+    after it (a PostToolUse hook), or refuses the call after its 100 s."""
+
+    def __init__(self, clock: ManualClock, *, refuse: bool = False) -> None:
+        self.clock = clock
+        self.refuse = refuse
+
+    def before_call(self, parsed: ParsedCall) -> ParsedCall | ToolResult:
+        self.clock.now += 100.0
+        return tool_error("permission_denied", "declined") if self.refuse else parsed
+
+    def after_call(self, parsed: ParsedCall, result: ToolResult) -> ToolResult:
+        self.clock.now += 2.0
+        return result
+
+
+@pytest.mark.parametrize(("refuse", "seconds"), [(False, 2.0), (True, 0.0)])
+def test_a_tools_time_starts_when_the_guards_let_it_through(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch, refuse: bool, seconds: float
+) -> None:
+    clock = ManualClock()
+    monkeypatch.setattr("agent_tutorial.core.loop.time", clock)
+    log = EventLog()
+    model = scripted(tool_reply(echo("c1", "a")), text_reply("done"))
+    guard = SlowGuard(clock, refuse=refuse)
+
+    AgentRunner(model, bench.registry(), guards=[guard], events=EventBus([log])).run("go")
+
+    finished = [event for event in log.events if isinstance(event, ToolFinished)]
+    assert [event.seconds for event in finished] == [seconds]
+
+
 # Request guidance
 
 
@@ -662,6 +705,34 @@ def test_calls_after_an_interrupted_one_never_run(bench: Bench) -> None:
         AgentRunner(scripted(interrupted_batch()), bench.registry()).run("go")
 
     assert bench.ran == ["a", "b"]
+
+
+def test_the_interrupted_call_finishes_as_an_interrupted_result(bench: Bench) -> None:
+    log = EventLog()
+    runner = AgentRunner(scripted(interrupted_batch()), bench.registry(), events=EventBus([log]))
+
+    with pytest.raises(TurnInterrupted):
+        runner.run("go")
+
+    tool_events = [
+        (type(event).__name__, event.call.id, getattr(event, "result", None))
+        for event in log.events
+        if isinstance(event, ToolStarted | ToolFinished)
+    ]
+    interrupted = tool_error("interrupted", "the user interrupted this tool call")
+    assert tool_events == [  # c3 never started, so it never finishes either
+        ("ToolStarted", "c1", None),
+        ("ToolFinished", "c1", tool_success("echo: a")),
+        ("ToolStarted", "c2", None),
+        ("ToolFinished", "c2", interrupted),
+    ]
+    finished_at = next(
+        index
+        for index, event in enumerate(log.events)
+        if isinstance(event, ToolFinished) and event.call.id == "c2"
+    )
+    appended = [event for event in log.events[finished_at:] if isinstance(event, MessageAppended)]
+    assert len(appended) == 3  # the batch's results enter history after the finished event
 
 
 def test_the_session_goes_on_after_an_interrupt(bench: Bench) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import sleeping, wait_until
 from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
 from tests.terminal import Terminal
 
@@ -90,3 +91,21 @@ def test_ctrl_c_while_the_model_answers_records_the_turn_as_interrupted(
         {"role": "assistant", "content": "[interrupted by the user]"},
         {"role": "user", "content": "a second question"},
     ]
+
+
+def test_ctrl_c_during_a_tool_leaves_its_finished_line_in_the_repl(
+    make_terminal: MakeTerminal, loopback: LoopbackServer, marker: str
+) -> None:
+    loopback.queue(tool_stream([("call-sleep", "bash", {"command": "sleep 30"})]))
+    terminal = make_terminal("run", "--chapter", "2")
+    terminal.wait_for_prompt()
+    terminal.enter("wait")
+    assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
+
+    terminal.type(CTRL_C)
+
+    terminal.wait_for_text("interrupted; the conversation goes on")
+    terminal.wait_for_prompt()
+    lines = terminal.lines()
+    goes_on = lines.index("interrupted; the conversation goes on")
+    assert lines[goes_on - 1].startswith("✗ bash sleep 30  Error [interrupted]  ")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -166,6 +167,18 @@ class RunResult:
     usage: Usage
 
 
+@dataclass(slots=True)
+class _RunningCall:
+    """A tool call between its start and finish events, and when its tool began."""
+
+    call: ToolCall
+    started: float | None = None
+    """Set once the guards let the call through; a call they refused took no tool time."""
+
+    def seconds(self) -> float:
+        return 0.0 if self.started is None else time.monotonic() - self.started
+
+
 INTERRUPTED_ANSWER = "[interrupted by the user]"
 DEFAULT_MAX_TURNS = 100
 """Model calls one prompt may take; `Settings.max_turns` starts from it."""
@@ -202,6 +215,7 @@ class AgentRunner:
         self.events = events or EventBus()
         self.history: list[ChatMessage] = list(history)  # canonical, append-only
         self._streamed: list[str] = []  # the text of the reply being received
+        self._running: _RunningCall | None = None  # the call between its start and finish events
 
     def run(self, prompt: str) -> RunResult:
         for guard in self.turn_guards:
@@ -311,10 +325,21 @@ class AgentRunner:
                 results.append(self._run_one_tool(call))
             self._record_results(message.tool_calls, results)
         except KeyboardInterrupt:
+            self._finish_interrupted_call()
             self._answer_interrupted_batch(message.tool_calls, results, first_result_at)
             raise TurnInterrupted("interrupted while running tools") from None
         finally:
             _close_whole_outputs(results)
+
+    def _finish_interrupted_call(self) -> None:
+        """The call Ctrl-C cut short is a result like any other: it gets its finished event
+        (the terminal's ✗ line, stream-json's `tool_finished`, a count in `tool_calls`)."""
+        running, self._running = self._running, None
+        if running is None:
+            return
+        # Ctrl-C again: answering the batch below matters more than this report.
+        with suppress(KeyboardInterrupt):
+            self.events.emit(ToolFinished(running.call, _interrupted_result(), running.seconds()))
 
     def _answer_interrupted_batch(
         self, calls: Sequence[ToolCall], results: list[ToolResult], first_result_at: int
@@ -338,16 +363,17 @@ class AgentRunner:
                 self._append(tool_message(_interrupted_result().content, call.id))
 
     def _run_one_tool(self, call: ToolCall) -> ToolResult:
-        started = time.monotonic()
         parsed = self.tools.parse(call)
         self.events.emit(
             ToolStarted(call, "" if isinstance(parsed, ToolResult) else parsed.subject)
         )
-        result = parsed if isinstance(parsed, ToolResult) else self._guarded_invoke(parsed)
-        self.events.emit(ToolFinished(call, result, time.monotonic() - started))
+        running = self._running = _RunningCall(call)
+        result = parsed if isinstance(parsed, ToolResult) else self._guarded_invoke(parsed, running)
+        self._running = None
+        self.events.emit(ToolFinished(call, result, running.seconds()))
         return result
 
-    def _guarded_invoke(self, parsed: ParsedCall) -> ToolResult:
+    def _guarded_invoke(self, parsed: ParsedCall, running: _RunningCall) -> ToolResult:
         for guard in self.guards:
             try:
                 checked = guard.before_call(parsed)
@@ -356,6 +382,9 @@ class AgentRunner:
             if isinstance(checked, ToolResult):
                 return self.redaction.redact_result(checked)
             parsed = checked
+        # The tool's time starts here: the guards' before it (a person's wait at the
+        # approval prompt among them) is not the tool's.
+        running.started = time.monotonic()
         result = self.redaction.redact_result(self.tools.invoke(parsed))
         for guard in self.guards:
             result = guard.after_call(parsed, result)
