@@ -34,7 +34,7 @@ from agent_tutorial.core.events import (
 from agent_tutorial.core.text import printable
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.artifact_catalog import ArtifactInfo
-from agent_tutorial.features.sessions import SessionInfo
+from agent_tutorial.features.sessions import DamagedLine, SessionInfo
 
 SUBJECT_WIDTH = 60
 MIN_SUBJECT_WIDTH = 12  # below this a subject says too little; the line may wrap
@@ -350,15 +350,19 @@ def transcript_records(data: bytes) -> list[dict[str, Any] | str]:
     return records
 
 
-def messages_table(records: Sequence[dict[str, Any] | str], *, title: str) -> Table:
+def messages_table(records: Sequence[dict[str, Any] | str | DamagedLine], *, title: str) -> Table:
     """One row per message, tool calls and call ids included; nothing hidden, and control
-    characters shown as escapes (saved text may hold a tool's colours or a hostile prompt)."""
+    characters shown as escapes (saved text may hold a tool's colours or a hostile prompt).
+    A session's line that does not read is marked `damaged`, with why."""
     table = Table(title=title, show_lines=True, header_style="bold")
     table.add_column("#", justify="right")
     table.add_column("role")
     table.add_column("content", overflow="fold")
     for number, record in enumerate(records, start=1):
-        if isinstance(record, str):
+        if isinstance(record, DamagedLine):
+            damaged = Text("damaged", style="bold red")
+            table.add_row(str(number), damaged, Text(printable(record.problem), style="red"))
+        elif isinstance(record, str):
             table.add_row(str(number), "?", Text(printable(record)))
         else:
             role = Text(printable(str(record.get("role", "?"))))

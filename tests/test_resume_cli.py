@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from agent_tutorial.core.messages import (
     ChatMessage,
@@ -202,6 +203,72 @@ def test_continue_says_which_session_it_skipped_and_which_it_resumed(
     assert f"{newer.path.name}:3: line is not JSON" in stderr
     assert f"resumed {older.session_id} (2 messages, chapter 2)" in stderr
     assert [m["content"] for m in conversation(loopback.requests[-1])] == ["older", "one", "again"]
+
+
+def test_continue_names_a_session_damaged_right_after_its_header_and_resumes_an_older_one(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "older", "one")
+    run_once(run_cli, loopback, "newer", "two")
+    newer, older = list_sessions(workspace)
+    damage_line(newer.path, 2)  # the prompt's line, just after the meta line
+    loopback.queue(text_stream("three"))
+
+    result = run_cli("run", "--chapter", "2", "--continue", "--prompt", "again")
+
+    assert result.exit_code == 0, result.stderr
+    stderr = " ".join(result.stderr.split())
+    assert f"warning: skipped session {newer.session_id}: {newer.path.name}:2: " in stderr
+    assert f"resumed {older.session_id} (2 messages, chapter 2)" in stderr
+    assert [m["content"] for m in conversation(loopback.requests[-1])] == ["older", "one", "again"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("run", "--chapter", "2", "--prompt", "again", "--resume"),
+        ("sessions", "show"),
+        ("bench", "--session"),
+        ("sessions", "list", "--check"),
+    ],
+)
+def test_every_command_that_meets_a_damaged_session_exits_1(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, command: tuple[str, ...]
+) -> None:
+    newer, _ = two_sessions_the_newer_damaged(run_cli, loopback, workspace)
+    arguments = command if command[-1] == "--check" else (*command, newer.session_id)
+
+    result = run_cli(*arguments)
+
+    assert result.exit_code == 1, result.stderr
+    shown = " ".join((result.stdout + result.stderr).split())
+    assert f"{newer.path.name}:3: line is not JSON" in shown
+    assert len(loopback.requests) == 2  # only the two runs that recorded the sessions
+
+
+def test_sessions_show_prints_the_lines_that_read_and_marks_the_damaged_one(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    run_once(run_cli, loopback, "first", "one")
+    loopback.queue(text_stream("two"))
+    run_cli("run", "--chapter", "2", "--continue", "--prompt", "second")
+    [info] = list_sessions(workspace)
+    damage_line(info.path, 4)  # the first answer (after the prompt and its usage record)
+
+    result = run_cli("sessions", "show", info.session_id, env={"COLUMNS": "200"})
+
+    assert result.exit_code == 1
+    rows = re.findall(r"^│ +(\d) │ (\w+)\s+│ (.+?)\s+│$", result.stdout, re.MULTILINE)
+    assert [row[:2] for row in rows] == [
+        ("1", "user"),
+        ("2", "damaged"),
+        ("3", "user"),
+        ("4", "assistant"),
+    ]
+    assert rows[1][2].startswith(f"{info.path.name}:4: line is not JSON")
+    assert [row[2] for row in rows[2:]] == ["second", "two"]
+    assert result.stderr.startswith("error: ")
+    assert f"{info.path.name}:4: line is not JSON" in " ".join(result.stderr.split())
 
 
 def test_continue_with_only_damaged_sessions_fails_naming_them(

@@ -37,6 +37,7 @@ from agent_tutorial.core.tools import ToolRegistry, tool_success
 from agent_tutorial.features.session_index import HEADER_BYTES
 from agent_tutorial.features.sessions import (
     INTERRUPTED_RESULT,
+    DamagedLine,
     SessionInUseError,
     SessionLoadError,
     SessionLog,
@@ -45,10 +46,12 @@ from agent_tutorial.features.sessions import (
     SessionMeta,
     SessionPathError,
     check_session,
+    continue_candidates,
     endpoint_host,
     find_session,
     list_sessions,
     load_session,
+    salvage_session,
     sessions_older_than,
 )
 from agent_tutorial.resuming import NothingToContinue, choose_session
@@ -581,6 +584,52 @@ def test_list_sessions_reads_only_the_header_lines(workspace: Path) -> None:
 
     assert (info.problem, info.first_prompt) == (None, "Read a.py and b.py")
     assert "line is not JSON" in str(check_session(info).problem)
+
+
+def test_a_bad_line_before_the_first_prompt_lists_the_session_as_damaged(
+    workspace: Path,
+) -> None:
+    path = write_session(workspace, HISTORY, meta("aaaa0001"))
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1][:30]  # the prompt's own line, cut: --continue must not pass over it
+    path.write_bytes(b"\n".join(lines))
+
+    [info] = list_sessions(workspace)
+
+    assert str(info.problem).startswith(f"{path.name}:2: line is not JSON")
+    assert (info.chapter, info.first_prompt) == (8, None)
+    assert continue_candidates(workspace) == [info]
+
+
+def test_a_torn_line_before_the_first_prompt_ending_the_file_is_no_damage(
+    workspace: Path,
+) -> None:
+    # A crash while the first prompt was written: resuming cuts the line, so it is no damage.
+    path = write_session(workspace, [], meta("aaaa0001"))
+    path.write_bytes(path.read_bytes() + b'{"type":"message","mess\n')
+
+    [info] = list_sessions(workspace)
+
+    assert (info.problem, info.has_prompt) == (None, False)
+    assert continue_candidates(workspace) == []
+
+
+def test_salvage_keeps_every_message_that_reads_and_marks_the_lines_that_do_not(
+    workspace: Path,
+) -> None:
+    path = write_session(workspace, HISTORY[:3], meta("aaaa0001"))
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = b"{not json"  # the assistant's reply, whose call the next line answers
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(SessionLoadError):
+        load_session(path, repair=False)
+
+    shown = salvage_session(path)
+
+    assert shown[0] == HISTORY[0]
+    assert isinstance(shown[1], DamagedLine) and shown[1].number == 3
+    assert shown[1].problem.startswith(f"{path.name}:3: line is not JSON")
+    assert shown[2:] == [HISTORY[2]]
 
 
 def test_check_session_names_the_first_bad_line(workspace: Path) -> None:

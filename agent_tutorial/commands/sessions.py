@@ -13,6 +13,8 @@ from agent_tutorial.commands.process import current_project
 from agent_tutorial.core.errors import EXIT_FAILURE, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from agent_tutorial.features.sessions import LoadedSession
 
 sessions_app = typer.Typer(help="Saved conversations in .agent_tutorial/sessions.")
@@ -97,22 +99,53 @@ def sessions_prune(
 def sessions_show(
     session_id: Annotated[str, typer.Argument(help="An id or unique prefix.")],
 ) -> None:
-    """One session's conversation as a table."""
+    """One session's conversation as a table. A damaged session shows the lines that still
+    read, marks the ones that do not, and exits 1."""
     from agent_tutorial.core.messages import to_wire
+    from agent_tutorial.features.sessions import SessionError, load_session
     from agent_tutorial.render import make_consoles, messages_table
 
     out, _ = make_consoles()
-    path, loaded = load_named_session(session_id)
+    path = named_session(session_id)
+    try:
+        loaded = load_session(path, repair=False)
+    except (SessionError, OSError) as error:
+        _print_what_still_reads(out, path)
+        raise CommandFailed(str(error), EXIT_FAILURE) from None
     out.print(messages_table([to_wire(m) for m in loaded.history], title=path.name))
 
 
-def load_named_session(session_id: str) -> tuple[Path, LoadedSession]:
-    """The session an id or prefix names, read whole without repairing it (exit 2 when it
-    cannot be found or read: `sessions show` and `bench --session` ask for it by name)."""
-    from agent_tutorial.features.sessions import SessionError, find_session, load_session
+def _print_what_still_reads(out: Console, path: Path) -> None:
+    from agent_tutorial.core.messages import to_wire
+    from agent_tutorial.features.sessions import DamagedLine, SessionLoadError, salvage_session
+    from agent_tutorial.render import messages_table
 
     try:
-        path = find_session(current_project().root, session_id)
+        lines = salvage_session(path)
+    except SessionLoadError:
+        return  # not a line of it can be read: the error alone says why
+    rows = [line if isinstance(line, DamagedLine) else to_wire(line) for line in lines]
+    out.print(messages_table(rows, title=path.name))
+
+
+def named_session(session_id: str) -> Path:
+    """The session file an id or prefix names (exit 2 when none or several match)."""
+    from agent_tutorial.features.sessions import SessionError, find_session
+
+    try:
+        return find_session(current_project().root, session_id)
+    except SessionError as error:
+        raise CommandFailed(str(error), error.exit_code) from None
+
+
+def load_named_session(session_id: str) -> tuple[Path, LoadedSession]:
+    """The session an id or prefix names, read whole without repairing it: exit 2 when
+    none matches, 1 when it cannot be read or is damaged, as for every command that meets
+    a damaged session (`run --resume`, `sessions list --check`)."""
+    from agent_tutorial.features.sessions import SessionError, load_session
+
+    path = named_session(session_id)
+    try:
         return path, load_session(path, repair=False)
     except (SessionError, OSError) as error:
-        raise CommandFailed(str(error), EXIT_USAGE) from None
+        raise CommandFailed(str(error), EXIT_FAILURE) from None

@@ -219,6 +219,33 @@ def load_session(path: Path, *, repair: bool = True) -> LoadedSession:
     return loaded
 
 
+@dataclass(frozen=True, slots=True)
+class DamagedLine:
+    """A line of a session file that does not read back, and why (`sessions show`)."""
+
+    number: int
+    problem: str
+
+
+def salvage_session(path: Path) -> list[ChatMessage | DamagedLine]:
+    """What can still be shown of a session that does not load: each message line that
+    reads and each line that does not, in file order. Nothing is repaired or resumed from
+    this; raises `SessionLoadError` when the file cannot be read at all."""
+    where = path.name
+    lines = _read_file(path).removesuffix(b"\n").split(b"\n")
+    shown: list[ChatMessage | DamagedLine] = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = _parse_line(line, number, where)
+            if number == 1:
+                SessionMeta.from_record(record, f"{where}:1")
+            elif record["type"] == "message":
+                shown.append(_message_from(record, f"{where}:{number}"))
+        except SessionLoadError as error:
+            shown.append(DamagedLine(number, str(error)))
+    return shown
+
+
 def whole_length(data: bytes) -> tuple[int, list[str]]:
     """The length of `data` up to its last whole, parsable line, and what was torn after it.
 

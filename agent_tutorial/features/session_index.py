@@ -97,7 +97,7 @@ def read_header(path: Path) -> SessionInfo:
         meta = SessionMeta.from_record(_record(lines[0], path), str(path))
     except SessionLoadError as error:
         return _damaged(path, stamp, str(error), status.st_size, modified)
-    has_prompt, first_prompt = _first_prompt(lines[1:])
+    has_prompt, first_prompt, problem = _prompt_or_problem(lines[1:], path)
     return SessionInfo(
         session_id=meta.session_id,
         path=path,
@@ -108,6 +108,7 @@ def read_header(path: Path) -> SessionInfo:
         has_prompt=has_prompt,
         size_bytes=status.st_size,
         modified=modified,
+        problem=problem,
     )
 
 
@@ -134,23 +135,41 @@ def _record(line: bytes, path: Path) -> dict[str, object]:
     return record
 
 
-def _first_prompt(lines: Sequence[bytes]) -> tuple[bool, str | None]:
-    """Whether the header holds a prompt, and the first one on one line. The last element
-    of `lines` may be cut short by `HEADER_BYTES`: a prompt there is recognised by how the
-    writer starts such a line, but not shown."""
+def _first_prompt(lines: Sequence[bytes]) -> tuple[bool, str | None] | None:
+    """Whether the header holds a prompt, and the first one on one line; None when a line
+    before it does not read. The last element of `lines` may be cut short by
+    `HEADER_BYTES`: a prompt there is recognised by how the writer starts such a line, but
+    not shown."""
     *whole, last = lines
     for line in whole:
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
-            return False, None  # damaged; `sessions list --check` says where
-        if not isinstance(record, dict) or record.get("type") != "message":
+            return None
+        if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+            return None
+        if record["type"] != "message":
             continue
         message = record.get("message")
         if isinstance(message, dict) and message.get("role") == "user":
             content = message.get("content")
             return True, _one_line(content) if isinstance(content, str) else None
     return last.startswith(_USER_MESSAGE_PREFIX), None
+
+
+def _prompt_or_problem(lines: Sequence[bytes], path: Path) -> tuple[bool, str | None, str | None]:
+    """`has_prompt`, `first_prompt` and `problem` for the lines after the meta line. When
+    one before the first prompt does not read, the whole file decides: a torn last line is
+    repaired on resume, any other bad line damages the session, which is then listed as
+    damaged (and never passed over in silence by `--continue`)."""
+    found = _first_prompt(lines)
+    if found is not None:
+        return *found, None
+    try:
+        prompt = load_session(path, repair=False).first_prompt
+    except (SessionError, OSError) as error:
+        return False, None, _named_by_file(str(error), path)
+    return prompt is not None, None if prompt is None else _one_line(prompt), None
 
 
 def _damaged(

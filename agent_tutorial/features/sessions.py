@@ -25,6 +25,7 @@ from agent_tutorial.features.session_files import (
     FORMAT_VERSION,
     INTERRUPTED_RESULT,
     SUMMARY_LAYERS,
+    DamagedLine,
     LoadedSession,
     Record,
     SessionError,
@@ -37,6 +38,7 @@ from agent_tutorial.features.session_files import (
     SummaryRecord,
     endpoint_host,
     load_session,
+    salvage_session,
 )
 from agent_tutorial.features.session_index import (
     FIRST_PROMPT_CHARS,
@@ -58,6 +60,7 @@ __all__ = [
     "FORMAT_VERSION",
     "INTERRUPTED_RESULT",
     "SUMMARY_LAYERS",
+    "DamagedLine",
     "LoadedSession",
     "Record",
     "SessionCheck",
@@ -79,6 +82,7 @@ __all__ = [
     "list_sessions",
     "load_session",
     "read_header",
+    "salvage_session",
     "sessions_older_than",
     "written_by_this_user",
 ]
