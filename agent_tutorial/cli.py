@@ -10,17 +10,23 @@ failure, 2 usage or configuration error, 130 interrupted (143 on SIGTERM, 129 on
 import os
 import sys
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperOption
 
 from agent_tutorial import __version__
 from agent_tutorial.commands.artifacts import artifacts_app
 from agent_tutorial.commands.bench import SHORT_HELP as BENCH_HELP
 from agent_tutorial.commands.bench import bench
-from agent_tutorial.commands.edge import FailureEdge
+from agent_tutorial.commands.edge import FailureEdge, is_usage_error
 from agent_tutorial.commands.process import running_as_the_command
-from agent_tutorial.commands.run import OutputFormat, RunOptions, run_command
+from agent_tutorial.commands.run import (
+    OutputFormat,
+    RunOptions,
+    report_refused_command_line,
+    run_command,
+)
 from agent_tutorial.commands.sessions import sessions_app
 from agent_tutorial.commands.trust import trust
 from agent_tutorial.core.errors import EXIT_OK
@@ -28,6 +34,7 @@ from agent_tutorial.core.errors import EXIT_OK
 app = typer.Typer(
     cls=FailureEdge,  # the one place a failure becomes `error: …` and an exit code
     no_args_is_help=True,
+    context_settings={"help_option_names": ["--help", "-h"]},  # every command inherits it
     # Plain help: rich-formatted help alone would take several times a bare interpreter's
     # start-up, and it breaks docstring lines where the source does.
     rich_markup_mode=None,
@@ -84,7 +91,47 @@ ChapterOption = Annotated[
 ]
 
 
-@app.command()
+class RunCommand(TyperCommand):
+    """`run`, whose refused command line still ends a JSON run with one result object."""
+
+    # `Any`: the base class types it as typer's private copy of click's Context.
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        given = list(args)  # the parser consumes `args` as it goes
+        try:
+            return super().parse_args(ctx, args)
+        except typer.TyperException as error:
+            output_format = _given_value(self, given, "--output-format")
+            if is_usage_error(error) and output_format in JSON_FORMATS:
+                report_refused_command_line(output_format, error.format_message())
+            raise
+
+
+JSON_FORMATS = frozenset({OutputFormat.json.value, OutputFormat.stream_json.value})
+
+
+def _given_value(command: TyperCommand, args: list[str], option: str) -> str | None:
+    """`option`'s last value in `args`, read without the parser that just refused them:
+    every option that takes a value skips it, so `-p --output-format` is a prompt."""
+    takes_value = {
+        name
+        for param in command.params
+        if isinstance(param, TyperOption) and not param.is_flag
+        for name in param.opts
+    }
+    found = None
+    tokens = iter(args)
+    for token in tokens:
+        name, equals, value = token.partition("=")
+        if token == "--":
+            break
+        if name == option:
+            found = value if equals else next(tokens, None)
+        elif token in takes_value:
+            next(tokens, None)
+    return found
+
+
+@app.command(cls=RunCommand)
 def run(
     ctx: typer.Context,
     chapter: ChapterOption = None,

@@ -1,7 +1,8 @@
 """`--output-format json` and `stream-json`, in Claude Code's shapes so scripts written for
 it work here too.
 
-json prints one result object when the run ends, success or failure. stream-json prints one
+json prints one result object, on one line, when the run ends, success or failure (a
+command line `run` refuses included). stream-json prints one
 object per line: a `system/init` line first, then the agent's events, then the same result
 object; every line carries `session_id`. While the model is awaited (from a turn's start
 to the first thing that happens next), a `system/waiting` line says so every few seconds,
@@ -66,7 +67,7 @@ def result_record(
     summary: RunSummary,
     *,
     session_id: str | None,
-    chapter: int,
+    chapter: int | None,
     duration_ms: int,
 ) -> Record:
     """The `result` object both formats end with; Claude Code's fields first, then ours."""
@@ -185,15 +186,14 @@ def _usage(usage: Usage | None) -> Record | None:
 _RAW_CONTROLS = re.compile(rb"\x7f|\xc2[\x80-\x9f]")
 
 
-def json_text(record: Record, *, indent: bool = False) -> str:
-    """The record as JSON text with every control character escaped (`\\u001b`, `\\u009b`),
-    so it parses to the same values and is inert on a terminal."""
+def json_text(record: Record) -> str:
+    """The record as one line of JSON with every control character escaped (`\\u001b`,
+    `\\u009b`), so it parses to the same values and is inert on a terminal."""
     # default=str: an unusual value in an event's details must not end the run
-    option = orjson.OPT_INDENT_2 if indent else 0
     try:
-        data = orjson.dumps(record, default=str, option=option)
+        data = orjson.dumps(record, default=str)
     except orjson.JSONEncodeError:  # a lone surrogate: a byte of a name that is not UTF-8
-        data = orjson.dumps(plain_json(record), option=option)
+        data = orjson.dumps(plain_json(record))
     return _RAW_CONTROLS.sub(_escaped_control, data).decode()
 
 
@@ -350,9 +350,9 @@ class RunReport:
         if self.stream is not None:
             self.stream.start(init)
 
-    def finish(self, outcome: RunOutcome, *, chapter: int) -> None:
-        """The result object; `chapter` is the one asked for, used when the run failed
-        before its session started."""
+    def finish(self, outcome: RunOutcome, *, chapter: int | None) -> None:
+        """The result object, on one line; `chapter` is the one asked for, used when the
+        run failed before its session started (None when the command line was refused)."""
         if self.output_format == "text":
             return
         init = self._init or {"chapter": chapter}
@@ -366,7 +366,7 @@ class RunReport:
         if self.stream is not None:
             self.stream.finish(record)
         else:
-            self.file.write(json_text(record, indent=True) + "\n")
+            self.file.write(json_text(record) + "\n")
             self.file.flush()
 
 

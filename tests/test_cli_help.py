@@ -90,3 +90,34 @@ def test_completion_offers_the_output_formats() -> None:
     )
 
     assert done.stdout.split() == ["text", "json", "stream-json"]
+
+
+def test_dash_h_is_help_for_every_command() -> None:
+    for path in command_paths():
+        result = CliRunner().invoke(app, [*path, "-h"], env={"COLUMNS": "80"})
+
+        assert result.exit_code == 0, (path, result.output)
+        assert result.output == help_text(*path)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "usage", "error"),
+    [
+        (["--bogus"], "agent-tutorial [OPTIONS]", "No such option: --bogus"),
+        (["nope"], "agent-tutorial [OPTIONS]", "No such command 'nope'."),
+        (["run", "-c", "0"], "agent-tutorial run [OPTIONS]", "Invalid value for '--chapter'"),
+        (["sessions", "show"], "agent-tutorial sessions show", "Missing argument"),
+    ],
+)
+def test_a_refused_command_line_ends_in_error_as_every_failure_does(
+    arguments: list[str], usage: str, error: str
+) -> None:
+    done = subprocess.run(
+        [str(COMMAND), *arguments], capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"Usage: {usage}")
+    last = done.stderr.rstrip("\n").splitlines()[-1]
+    assert last.startswith(f"error: {error}")
+    assert "Error:" not in done.stderr

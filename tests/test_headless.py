@@ -12,6 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent_tutorial.conversation import EMPTY_ANSWER_NOTICE
 from agent_tutorial.core.events import (
     CompactionApplied,
@@ -38,7 +40,9 @@ UNAUTHORIZED = {"error": {"message": "Incorrect API key provided"}}
 
 
 def json_result(result: CliRun) -> dict[str, Any]:
-    """The one JSON object a json run prints, whatever happened."""
+    """The one JSON object a json run prints, on one line as Claude Code prints it,
+    whatever happened."""
+    assert result.stdout.endswith("\n") and result.stdout.count("\n") == 1, result.stdout
     record = json.loads(result.stdout)
     assert isinstance(record, dict)
     assert record["type"] == "result"
@@ -120,6 +124,53 @@ def test_json_on_a_configuration_error_still_prints_one_result_and_exit_2(
     assert result.exit_code == 2
     assert record["is_error"] is True and record["session_id"] is None
     assert "AGENT_TUTORIAL_MODEL" in record["error"]
+
+
+REFUSED_COMMAND_LINES = {
+    "a chapter out of range": (("-c", "9"), "Invalid value for '--chapter' / '-c'"),
+    "no turns": (("--max-turns", "0"), "Invalid value for '--max-turns'"),
+    "a count that is no number": (("--max-turns", "many"), "Invalid value for '--max-turns'"),
+    "an unknown flag": (("--bogus",), "No such option: --bogus"),
+}
+
+
+@pytest.mark.parametrize("output_format", ["json", "stream-json"])
+@pytest.mark.parametrize(
+    ("flags", "error"), REFUSED_COMMAND_LINES.values(), ids=list(REFUSED_COMMAND_LINES)
+)
+def test_a_refused_command_line_still_prints_one_error_result_and_exits_2(
+    run_cli: RunCli,
+    loopback: LoopbackServer,
+    output_format: str,
+    flags: tuple[str, ...],
+    error: str,
+) -> None:
+    result = run_cli("run", "-p", "go", "--output-format", output_format, *flags)
+
+    record = json_result(result)
+    assert result.exit_code == 2
+    assert record["is_error"] is True and record["subtype"] == "error_during_execution"
+    assert record["error"].startswith(error)
+    assert (record["session_id"], record["chapter"], record["num_turns"]) == (None, None, 0)
+    assert f"error: {record['error']}" in result.stderr
+    assert loopback.requests == []
+
+
+def test_a_refused_command_line_prints_nothing_on_stdout_as_text(run_cli: RunCli) -> None:
+    result = run_cli("run", "-p", "go", "-c", "9")
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "error: Invalid value for '--chapter' / '-c'" in result.stderr
+
+
+def test_an_output_format_given_as_a_prompt_asks_for_no_json(run_cli: RunCli) -> None:
+    # `-p` takes the next word whatever it looks like: the format is text, the line refused.
+    result = run_cli("run", "-p", "--output-format", "json")
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "error: Got unexpected extra argument(s) (json)" in result.stderr
 
 
 def test_usage_no_call_reported_is_null_not_zero(run_cli: RunCli, loopback: LoopbackServer) -> None:

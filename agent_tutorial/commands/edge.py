@@ -2,18 +2,21 @@
 
 Every command fails the same way: by raising an `AgentTutorialError` (`core.errors`), most
 often `CommandFailed` with the message and exit code that command chose. `FailureEdge`, the
-app's click group, catches it once for every command and subcommand. `run` also ends its
-JSON output with a result object on the way out (see `cli.run`).
+app's click group, catches it once for every command and subcommand, and prints typer's own
+usage errors (an unknown flag, a value out of range) the same way, `error: …`, exit 2. `run`
+also ends its JSON output with a result object on the way out (see `cli.run`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
 
-from agent_tutorial.core.errors import EXIT_FAILURE, AgentTutorialError
+from agent_tutorial.core.errors import EXIT_FAILURE, EXIT_USAGE, AgentTutorialError
 
 if TYPE_CHECKING:  # rich is imported only when something is printed: start-up stays light
     from rich.console import Console
@@ -44,12 +47,48 @@ class FailureEdge(TyperGroup):
     traceback)."""
 
     # `Any`: the base class types it as typer's private copy of click's Context.
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        with _usage_errors_as_ours(ctx):  # the app's own flags: `agent-tutorial --bogus`
+            return super().parse_args(ctx, args)
+
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            with _usage_errors_as_ours(ctx):  # every command's flags and arguments
+                return super().invoke(ctx)
         except AgentTutorialError as error:
             print_error(_error_console(ctx), str(error))
             raise typer.Exit(error.exit_code) from None
+
+
+def is_usage_error(error: typer.TyperException) -> bool:
+    """A command line typer refused (typer's vendored click errors all derive from
+    `TyperException`; it exports none of their classes but `BadParameter`)."""
+    return error.exit_code == EXIT_USAGE and not _is_help(error)
+
+
+def _is_help(error: typer.TyperException) -> bool:
+    """The "error" `agent-tutorial` alone raises, whose message is the help page."""
+    ctx = getattr(error, "ctx", None)
+    return ctx is not None and error.format_message() == ctx.get_help()
+
+
+@contextmanager
+def _usage_errors_as_ours(ctx: Any) -> Iterator[None]:
+    """Typer's usage errors as typer prints them (the usage line and where help is), but
+    ending in `error: …` as every other error does, not `Error: …`; exit 2."""
+    try:
+        yield
+    except typer.TyperException as error:
+        if not is_usage_error(error):
+            raise
+        refused = getattr(error, "ctx", None) or ctx
+        typer.echo(f"{refused.get_usage()}\n{_help_hint(refused)}", err=True)
+        print_error(_error_console(ctx), error.format_message())
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def _help_hint(ctx: Any) -> str:
+    return f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.\n"
 
 
 def use_error_console(ctx: typer.Context, err: Console) -> None:

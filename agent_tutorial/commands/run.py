@@ -67,6 +67,15 @@ def run_command(ctx: typer.Context, options: RunOptions, *, no_color: bool) -> N
         raise
 
 
+def report_refused_command_line(output_format: str, message: str) -> None:
+    """A JSON run whose command line typer refused (`-c 9`, `--max-turns 0`) still prints
+    its one result object; the usage error itself goes to stderr as usual."""
+    from agent_tutorial.headless import RunOutcome, RunReport
+
+    report = RunReport(output_format, file=sys.stdout, started=time.monotonic())
+    report.finish(RunOutcome("error_during_execution", error=message), chapter=None)
+
+
 def _subtype(failure: AgentTutorialError) -> ResultSubtype:
     return failure.subtype if isinstance(failure, CommandFailed) else "error_during_execution"
 
