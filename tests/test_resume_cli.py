@@ -76,15 +76,23 @@ def test_continue_sends_the_earlier_turns_again(run_cli: RunCli, loopback: Loopb
     ]
 
 
+def two_turns_in_one_session(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> SessionInfo:
+    """A session where 'first' was answered 'one', then, continued, 'second' 'two'."""
+    run_once(run_cli, loopback, "first", "one")
+    loopback.queue(text_stream("two"))
+    run_cli("run", "--chapter", "2", "--continue", "--prompt", "second")
+    [info] = list_sessions(workspace)
+    return info
+
+
 def test_continue_appends_to_the_same_session(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
-    run_once(run_cli, loopback, "first", "one")
-    loopback.queue(text_stream("two"))
+    info = two_turns_in_one_session(run_cli, loopback, workspace)
 
-    run_cli("run", "--chapter", "2", "--continue", "--prompt", "second")
-
-    [info] = list_sessions(workspace)
+    assert len(list_sessions(workspace)) == 1
     assert load_session(info.path, repair=False).turns == 2
     assert info.first_prompt == "first"
 
@@ -165,12 +173,14 @@ def damage_line(path: Path, number: int) -> None:
 
 
 def two_sessions_the_newer_damaged(
-    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, line: int = 3
 ) -> tuple[SessionInfo, SessionInfo]:
+    """Two sessions, the newer damaged on `line`: 3 is the answer, 2 the prompt the
+    listing shows (a header line, so listing it finds the damage)."""
     run_once(run_cli, loopback, "older", "one")
     run_once(run_cli, loopback, "newer", "two")
     newer, older = list_sessions(workspace)
-    damage_line(newer.path, 3)  # the answer; line 2 holds the prompt the listing shows
+    damage_line(newer.path, line)
     return newer, older
 
 
@@ -189,10 +199,13 @@ def test_sessions_list_shows_a_damaged_file_and_check_names_its_bad_line(
     assert "1 of 2 session(s) cannot be resumed" in checked.stderr
 
 
+@pytest.mark.parametrize(
+    "damaged", [2, 3], ids=["the prompt, right after the meta line", "the answer"]
+)
 def test_continue_says_which_session_it_skipped_and_which_it_resumed(
-    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, damaged: int
 ) -> None:
-    newer, older = two_sessions_the_newer_damaged(run_cli, loopback, workspace)
+    newer, older = two_sessions_the_newer_damaged(run_cli, loopback, workspace, damaged)
     loopback.queue(text_stream("three"))
 
     result = run_cli("run", "--chapter", "2", "--continue", "--prompt", "again")
@@ -200,25 +213,7 @@ def test_continue_says_which_session_it_skipped_and_which_it_resumed(
     assert result.exit_code == 0, result.stderr
     stderr = " ".join(result.stderr.split())
     assert f"warning: skipped session {newer.session_id}: " in stderr
-    assert f"{newer.path.name}:3: line is not JSON" in stderr
-    assert f"resumed {older.session_id} (2 messages, chapter 2)" in stderr
-    assert [m["content"] for m in conversation(loopback.requests[-1])] == ["older", "one", "again"]
-
-
-def test_continue_names_a_session_damaged_right_after_its_header_and_resumes_an_older_one(
-    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
-) -> None:
-    run_once(run_cli, loopback, "older", "one")
-    run_once(run_cli, loopback, "newer", "two")
-    newer, older = list_sessions(workspace)
-    damage_line(newer.path, 2)  # the prompt's line, just after the meta line
-    loopback.queue(text_stream("three"))
-
-    result = run_cli("run", "--chapter", "2", "--continue", "--prompt", "again")
-
-    assert result.exit_code == 0, result.stderr
-    stderr = " ".join(result.stderr.split())
-    assert f"warning: skipped session {newer.session_id}: {newer.path.name}:2: " in stderr
+    assert f"{newer.path.name}:{damaged}: line is not JSON" in stderr
     assert f"resumed {older.session_id} (2 messages, chapter 2)" in stderr
     assert [m["content"] for m in conversation(loopback.requests[-1])] == ["older", "one", "again"]
 
@@ -249,10 +244,7 @@ def test_every_command_that_meets_a_damaged_session_exits_1(
 def test_sessions_show_prints_the_lines_that_read_and_marks_the_damaged_one(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
-    run_once(run_cli, loopback, "first", "one")
-    loopback.queue(text_stream("two"))
-    run_cli("run", "--chapter", "2", "--continue", "--prompt", "second")
-    [info] = list_sessions(workspace)
+    info = two_turns_in_one_session(run_cli, loopback, workspace)
     damage_line(info.path, 4)  # the first answer (after the prompt and its usage record)
 
     result = run_cli("sessions", "show", info.session_id, env={"COLUMNS": "200"})
