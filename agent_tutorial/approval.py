@@ -52,7 +52,7 @@ class TerminalApprover:
                 self.console.print("no")
                 return "no"
             except KeyboardInterrupt:
-                self.console.print("cancelled")
+                self.console.print(" cancelled")  # after the ^C the terminal echoed
                 raise
             text = line.strip().lower()
             if not text:

@@ -25,7 +25,13 @@ from agent_tutorial.adapters.sandbox import (
     sandboxed,
 )
 from agent_tutorial.config import STATE_DIR, ConfigError, Settings, user_config_path
-from agent_tutorial.core.events import EventBus, Notice, PermissionDecided, UsageReported
+from agent_tutorial.core.events import (
+    ASKING_SOURCE,
+    EventBus,
+    Notice,
+    PermissionDecided,
+    UsageReported,
+)
 from agent_tutorial.core.hooks import HookError, HookGuard, HookInput, HookRegistry
 from agent_tutorial.core.loop import AgentRunner, CallGuard, RequestGuidance, TurnGuard
 from agent_tutorial.core.messages import ChatMessage, system_message
@@ -512,7 +518,7 @@ class AnnouncingApprover:
                 subject=request.subject,
                 decision="ask",
                 reason=request.reason,
-                source="approval",
+                source=ASKING_SOURCE,
             )
         )
         return self.approver.approve(request)

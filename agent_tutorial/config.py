@@ -324,7 +324,7 @@ def load_settings(
     except SettingsError as error:  # a table given in the environment that is not JSON
         raise ConfigError(f"invalid configuration: {error}") from None
     if not settings.is_demo:
-        _check_base_url(settings.base_url)
+        _check_base_url(settings.base_url, "--base-url" if "base_url" in given else None)
     return _with_named_key(settings, state_dir / ".env")
 
 
@@ -491,20 +491,21 @@ def refuse_unusable_state_dir(state_dir: Path) -> None:
         )
 
 
-def _check_base_url(base_url: str | None) -> None:
+def _check_base_url(base_url: str | None, flag: str | None) -> None:
     """A URL the HTTP client cannot parse would otherwise fail with a traceback, or after
-    every retry as an unreachable endpoint."""
+    every retry as an unreachable endpoint. The error names the `flag` that gave it, when
+    one did, else the variable."""
     if not base_url:
         return
-    shown = mask_url_passwords(base_url)
+    shown = f"{flag or 'OPENAI_BASE_URL'} {mask_url_passwords(base_url)!r}"
     try:
         parts = urlsplit(base_url)
         parts.port  # noqa: B018 - parsing the port is what raises for a bad one
     except ValueError as error:
-        raise ConfigError(f"OPENAI_BASE_URL {shown!r} is not a valid URL: {error}") from None
+        raise ConfigError(f"{shown} is not a valid URL: {error}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
-            f"OPENAI_BASE_URL {shown!r} must start with http:// or https:// and name a host, "
+            f"{shown} must start with http:// or https:// and name a host, "
             "such as http://localhost:8080/v1"
         )
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from rich.live import Live
 
 from agent_tutorial.core.events import (
+    ASKING_SOURCE,
     CompactionApplied,
     Event,
     ModelReplied,
@@ -149,6 +150,7 @@ class TerminalRenderer:
         self._live: Live | None = None
         self._answer = ""
         self._subjects: dict[str, str] = {}  # call id -> the subject its start line showed
+        self._running: str | None = None  # the spinner's label for the call that runs
         self._layers_shown: set[str] = set()
         self._run_compaction: dict[str, list[int]] = {}  # layer -> [steps, bytes saved]
 
@@ -163,8 +165,10 @@ class TerminalRenderer:
             self._end_stream()
         elif isinstance(event, ToolStarted):
             self._subjects[event.call.id] = event.subject
-            self._wait(f"{printable(event.call.name)} {shorten(event.subject)}")
+            self._running = f"{printable(event.call.name)} {shorten(event.subject)}"
+            self._wait(self._running)
         elif isinstance(event, ToolFinished):
+            self._running = None
             self._activity(
                 tool_line(
                     event.call.name,
@@ -179,8 +183,8 @@ class TerminalRenderer:
             self._compaction(event, depth)
         elif isinstance(event, Notice):
             self._activity(Text(printable(event.text), style=NOTICE_STYLES[event.level]), depth)
-        elif isinstance(event, PermissionDecided) and (self.verbose or event.decision != "allow"):
-            self._activity(decision_line(event), depth)
+        elif isinstance(event, PermissionDecided):
+            self._permission(event, depth)
 
     def close(self) -> None:
         """The run is over: stop any live display and print the run's compaction totals."""
@@ -251,6 +255,20 @@ class TerminalRenderer:
         if self._mid_line:
             self.out.print()
             self._mid_line = False
+
+    def _permission(self, event: PermissionDecided, depth: int) -> None:
+        """Just before the user is asked, only stop the spinner: the approval panel shows
+        the call and the reason, and a spinner would redraw over the question. Once the
+        call is allowed, the spinner shows it running again (Ctrl-C then erases it with the
+        terminal's `^C`, rather than leaving `^C` before the next line)."""
+        if event.source == ASKING_SOURCE:
+            self._stop_waiting()
+            self._end_stream()
+            return
+        if self.verbose or event.decision != "allow":
+            self._activity(decision_line(event), depth)
+        if event.decision == "allow" and self._running is not None:
+            self._wait(self._running)
 
     def _activity(self, line: Text, depth: int) -> None:
         self._stop_waiting()

@@ -218,6 +218,24 @@ def test_cut_stream_twice_is_a_clear_failure(run_cli: RunCli, loopback: Loopback
     assert len(loopback.requests) == 2
 
 
+@pytest.mark.parametrize(
+    ("flags", "env", "named"),
+    [
+        (("--base-url", "notaurl"), {}, "--base-url 'notaurl'"),
+        ((), {"OPENAI_BASE_URL": "notaurl"}, "OPENAI_BASE_URL 'notaurl'"),
+        (("--base-url", "http://h:9x/v1"), {}, "--base-url 'http://h:9x/v1' is not a valid URL"),
+    ],
+    ids=["a flag", "a variable", "a flag whose port is no number"],
+)
+def test_a_bad_base_url_is_named_as_it_was_given(
+    run_cli: RunCli, flags: tuple[str, ...], env: dict[str, str], named: str
+) -> None:
+    result = run_cli("run", "-p", "hi", *flags, env=env)
+
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {named}")
+
+
 def test_missing_settings_are_all_named_with_exit_2(
     run_cli: RunCli, loopback: LoopbackServer
 ) -> None:

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import sleeping, wait_until
 from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
 from tests.terminal import Terminal
@@ -34,6 +36,11 @@ def test_ctrl_c_at_the_approval_prompt_cancels_the_repl_turn(
 
     terminal.wait_for_text("interrupted; the conversation goes on")
     terminal.wait_for_prompt()
+    lines = terminal.lines()
+    question = next(index for index, line in enumerate(lines) if line.startswith("Allow?"))
+    assert lines[question].endswith("(Enter = no): ^C cancelled")
+    assert lines[question + 1].startswith("✗ bash touch ran.txt  Error [interrupted]  ")
+    assert lines[question + 2] == "interrupted; the conversation goes on"
     assert len(loopback.requests) == 1  # the model was not told "declined" and asked again
     assert not (workspace / "ran.txt").exists()
     terminal.enter("never mind")
@@ -93,13 +100,20 @@ def test_ctrl_c_while_the_model_answers_records_the_turn_as_interrupted(
     ]
 
 
+ASK_REASON = "execute tools need approval in permission mode 'ask'"
+
+
+@pytest.mark.parametrize("chapter", ["2", "3"], ids=["while it runs", "after its approval"])
 def test_ctrl_c_during_a_tool_leaves_its_finished_line_in_the_repl(
-    make_terminal: MakeTerminal, loopback: LoopbackServer, marker: str
+    make_terminal: MakeTerminal, loopback: LoopbackServer, marker: str, chapter: str
 ) -> None:
     loopback.queue(tool_stream([("call-sleep", "bash", {"command": "sleep 30"})]))
-    terminal = make_terminal("run", "--chapter", "2")
+    terminal = make_terminal("run", "--chapter", chapter)
     terminal.wait_for_prompt()
     terminal.enter("wait")
+    if chapter == "3":
+        terminal.wait_for_text("Allow?")
+        terminal.enter("y")
     assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
 
     terminal.type(CTRL_C)
@@ -108,4 +122,8 @@ def test_ctrl_c_during_a_tool_leaves_its_finished_line_in_the_repl(
     terminal.wait_for_prompt()
     lines = terminal.lines()
     goes_on = lines.index("interrupted; the conversation goes on")
+    # The spinner shows the call running, after an approval too: stopping it takes the
+    # terminal's ^C echo with it, so the finished line starts the line.
     assert lines[goes_on - 1].startswith("✗ bash sleep 30  Error [interrupted]  ")
+    # The approval panel gives the policy's reason; no activity line repeats it.
+    assert terminal.text().count(ASK_REASON) == (1 if chapter == "3" else 0)

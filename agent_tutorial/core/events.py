@@ -73,6 +73,10 @@ class Notice:
     text: str
 
 
+ASKING_SOURCE = "approval"
+"""The `source` of the "ask" decision announced just before the user is asked."""
+
+
 @dataclass(frozen=True, slots=True)
 class PermissionDecided:
     """The permission policy decided about one call (chapter 3)."""
