@@ -27,7 +27,7 @@ from agent_tutorial.bootstrap import Agent
 from agent_tutorial.commands.process import termination_exit_code
 from agent_tutorial.config import STATE_DIR
 from agent_tutorial.conversation import Conversation
-from agent_tutorial.core.errors import AgentTutorialError
+from agent_tutorial.core.errors import EXIT_INTERRUPTED, EXIT_OK, AgentTutorialError
 from agent_tutorial.core.loop import TurnInterrupted
 from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.text import printable
@@ -146,6 +146,7 @@ class Repl:
         renderer: TerminalRenderer,
         *,
         model_name: str,
+        resume_command: str = "agent-tutorial run",
         input: Input | None = None,
         output: Output | None = None,
     ) -> None:
@@ -155,6 +156,8 @@ class Repl:
         self.out = renderer.out
         self.err = renderer.err
         self.model_name = model_name
+        self.resume_command = resume_command
+        """The farewell's command up to `-c N --resume ID`, as the user ran this one."""
         self._history_size = RunningHistorySize()
         self.session: PromptSession[str] = PromptSession(
             history=_history(conversation.setup.root),
@@ -181,33 +184,34 @@ class Repl:
             "/quit": lambda _argument: False,
         }
 
-    def loop(self) -> None:
+    def loop(self) -> int:
         """Read and handle prompts until /exit, Ctrl-D or Ctrl-C twice at an empty prompt,
-        then say how to come back to this session."""
+        then say how to come back to this session; the exit code (130 after Ctrl-C)."""
         self.err.print(self._greeting(), highlight=False)
-        self._read_prompts()
+        exit_code = self._read_prompts()
         self.err.print(self._farewell())
+        return exit_code
 
-    def _read_prompts(self) -> None:
+    def _read_prompts(self) -> int:
         interrupted_once = False
         while True:
             try:
                 text = self.session.prompt(PROMPT)
             except KeyboardInterrupt:
                 if termination_exit_code() is not None:
-                    return  # SIGTERM or SIGHUP: the caller reports it
+                    return EXIT_INTERRUPTED  # SIGTERM or SIGHUP: the caller reports it
                 if self.session.default_buffer.text:
                     continue  # Ctrl-C on a draft only discards the draft
                 if interrupted_once:
-                    return
+                    return EXIT_INTERRUPTED
                 interrupted_once = True
                 self.err.print("(press Ctrl-C again or Ctrl-D to leave)", style="dim")
                 continue
             except EOFError:
-                return
+                return EXIT_OK
             interrupted_once = False
             if not self.handle(text):
-                return
+                return EXIT_OK
 
     def handle(self, text: str) -> bool:
         """One line from the user; returns False when the REPL should end."""
@@ -303,7 +307,7 @@ class Repl:
         if conversation.log is None or not conversation.agent.runner.history:
             return Text("nothing saved in this session", style="dim")
         chapter = conversation.agent.profile.chapter
-        command = f"agent-tutorial run -c {chapter} --resume {conversation.session_id}"
+        command = f"{self.resume_command} -c {chapter} --resume {conversation.session_id}"
         return Text.assemble(("resume with: ", "dim"), (command, "bold"))
 
     def _greeting(self) -> Text:

@@ -82,16 +82,9 @@ class NothingToContinue(SessionLookupError):
         self.skipped = skipped
 
 
-def chapter_for(choice: ResumeChoice | None, requested: int | None) -> tuple[int, str | None]:
-    """The chapter to run, and a note when a resumed session's recorded chapter is not the
-    one the user would otherwise get."""
-    if choice is None:
-        return requested or DEFAULT_CHAPTER, None
-    recorded = choice.session.meta.chapter
-    if requested is not None or recorded == DEFAULT_CHAPTER:
-        return requested or recorded, None
-    note = (
-        f"session {choice.session.meta.session_id} was recorded with chapter {recorded}; "
-        f"it resumes under chapter {recorded} (pass --chapter to choose another)"
-    )
-    return recorded, note
+def chapter_for(choice: ResumeChoice | None, requested: int | None) -> int:
+    """The chapter to run: `--chapter`'s, else a resumed session's own, else the default.
+    Resuming under the recorded chapter needs no warning (`resumed_line` names it)."""
+    if requested is not None:
+        return requested
+    return DEFAULT_CHAPTER if choice is None else choice.session.meta.chapter

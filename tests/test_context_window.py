@@ -218,6 +218,58 @@ def test_chapters_without_compaction_do_not_ask(run_cli: RunCli, loopback: Loopb
     assert loopback.get_paths == []
 
 
+CHAPTER_8_FLAGS = {
+    "--compaction": (
+        ("--compaction", "cache-aware"),
+        "--compaction is for chapter 8; chapter 7 does not compact, so it does nothing here",
+    ),
+    "--context-window": (
+        ("--context-window", "8000"),
+        "--context-window is for chapter 8, which keeps requests within the window; "
+        "chapter 7 only caps each reply at a quarter of it",
+    ),
+}
+
+
+@pytest.mark.parametrize(("flags", "warning"), CHAPTER_8_FLAGS.values(), ids=list(CHAPTER_8_FLAGS))
+def test_a_chapter_8_flag_given_to_another_chapter_says_what_it_does_there(
+    run_cli: RunCli, loopback: LoopbackServer, flags: tuple[str, ...], warning: str
+) -> None:
+    loopback.queue(text_stream("hi"))
+
+    result: CliRun = run_cli("run", "-c", "7", *flags, "-p", "hello")
+
+    assert result.exit_code == 0, result.stderr
+    assert f"warning: {warning}" in " ".join(result.stderr.split())
+    cap = 2_000 if "--context-window" in flags else Settings().max_output_tokens
+    assert loopback.requests[0]["max_tokens"] == cap  # what the warning says it still does
+
+
+def test_chapter_8_flags_given_to_chapter_8_warn_of_nothing(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("hi"))
+    flags = [flag for flags, _ in CHAPTER_8_FLAGS.values() for flag in flags]
+
+    result: CliRun = run_cli("run", "-c", "8", *flags, "-p", "hello")
+
+    assert result.exit_code == 0, result.stderr
+    assert "warning" not in result.stderr
+
+
+def test_chapter_8_settings_from_the_environment_warn_of_nothing(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("hi"))
+
+    result: CliRun = run_cli(
+        "run", "-c", "7", "-p", "hello", env={"AGENT_TUTORIAL_CONTEXT_WINDOW": "8000"}
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert "warning" not in result.stderr
+
+
 # --- tokens ---------------------------------------------------------------------------------
 
 INITIAL = CompactionSettings().initial_bytes_per_token

@@ -47,10 +47,11 @@ class ReplHarness:
     stdout: io.StringIO
     stderr: io.StringIO
 
-    def drive(self, *lines: str, then: str = "/exit" + ENTER) -> None:
-        """Type each line followed by Enter, then `then`, and run the REPL until it ends."""
+    def drive(self, *lines: str, then: str = "/exit" + ENTER) -> int:
+        """Type each line followed by Enter, then `then`, and run the REPL until it ends;
+        the exit code it ends with."""
         self.keys.send_text("".join(line + ENTER for line in lines) + then)
-        self.repl.loop()
+        return self.repl.loop()
 
     def err_text(self) -> str:
         return self.stderr.getvalue()
@@ -302,20 +303,34 @@ def test_exit_leaves_before_later_input_is_sent(
 def test_ctrl_d_leaves(make_repl: MakeRepl, loopback: LoopbackServer) -> None:
     harness = make_repl()
 
-    harness.drive(then=CTRL_D + "never sent" + ENTER)
+    exit_code = harness.drive(then=CTRL_D + "never sent" + ENTER)
 
+    assert exit_code == 0
     assert loopback.requests == []
 
 
-def test_ctrl_c_twice_at_an_empty_prompt_leaves(
+def test_ctrl_c_twice_at_an_empty_prompt_leaves_as_interrupted(
     make_repl: MakeRepl, loopback: LoopbackServer
 ) -> None:
     harness = make_repl()
 
-    harness.drive(then=CTRL_C + CTRL_C + "never sent" + ENTER)
+    exit_code = harness.drive(then=CTRL_C + CTRL_C + "never sent" + ENTER)
 
+    assert exit_code == 130
     assert "press Ctrl-C again" in harness.stderr.getvalue()
     assert loopback.requests == []
+
+
+def test_ctrl_c_then_a_prompt_then_ctrl_c_does_not_leave(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl()
+
+    exit_code = harness.drive(then=CTRL_C + "hello" + ENTER + CTRL_C + "/exit" + ENTER)
+
+    assert exit_code == 0
+    assert [user_contents(body) for body in loopback.requests] == [["hello"]]
 
 
 def test_ctrl_c_on_a_draft_discards_only_the_draft(
@@ -656,6 +671,22 @@ def test_exit_prints_the_command_that_resumes_this_session(
     session_id = harness.conversation.session_id
     last_line = harness.err_text().splitlines()[-1]
     assert last_line == f"resume with: agent-tutorial run -c 5 --resume {session_id}"
+
+
+def test_the_farewell_repeats_the_command_it_was_given(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl(chapter=2)
+    harness.repl.resume_command = ".venv/bin/agent-tutorial run --model demo"
+
+    harness.drive("hello")
+
+    last_line = harness.err_text().splitlines()[-1]
+    resume = (
+        f".venv/bin/agent-tutorial run --model demo -c 2 --resume {harness.conversation.session_id}"
+    )
+    assert last_line == f"resume with: {resume}"
 
 
 def test_ctrl_d_prints_the_command_that_resumes_this_session(

@@ -7,13 +7,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from agent_tutorial.commands.process import command_as_invoked
 from agent_tutorial.core.messages import (
     ChatMessage,
     assistant_message,
@@ -34,6 +39,9 @@ from agent_tutorial.features.sessions import (
 from agent_tutorial.render import format_bytes
 from tests.conftest import CliRun
 from tests.loopback import LoopbackServer, text_stream
+from tests.terminal import Terminal
+
+CTRL_D = "\x04"
 
 RunCli = Any
 
@@ -304,13 +312,13 @@ def resume_a_chapter_2_session(
     return session_id, " ".join(result.stderr.split()), tools
 
 
-def test_resuming_without_chapter_uses_the_recorded_one_and_says_so(
-    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+@pytest.mark.parametrize("chapter", [(), ("--chapter", "2")], ids=["recorded", "named"])
+def test_resuming_under_the_recorded_chapter_names_it_without_a_warning(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, chapter: tuple[str, ...]
 ) -> None:
-    session_id, stderr, tools = resume_a_chapter_2_session(run_cli, loopback, workspace)
+    session_id, stderr, tools = resume_a_chapter_2_session(run_cli, loopback, workspace, *chapter)
 
-    expected = f"session {session_id} was recorded with chapter 2; it resumes under chapter 2"
-    assert expected in stderr
+    assert stderr == f"resumed {session_id} (2 messages, chapter 2)"
     assert "todo_write" not in tools  # chapter 2's tools, not chapter 8's
 
 
@@ -491,3 +499,85 @@ def test_an_unreadable_summary_record_resumes_with_the_whole_history(
     assert result.exit_code == 0, result.stderr
     assert "summary not restored" in result.stderr
     assert [m["content"] for m in conversation(loopback.requests[1])] == ["first", "one", "second"]
+
+
+# The command the REPL's farewell offers
+
+
+@pytest.fixture
+def programs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`bin/agent-tutorial` on PATH, and another `venv/bin/agent-tutorial` off it."""
+    for directory in ("bin", "venv/bin"):
+        program = tmp_path / directory / "agent-tutorial"
+        program.parent.mkdir(parents=True)
+        program.write_text("#!/bin/sh\n")
+        program.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_program_that_path_finds_is_named_bare(
+    programs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "argv", [str(programs / "bin" / "agent-tutorial"), "run"])
+
+    assert command_as_invoked() == "agent-tutorial"
+
+
+def test_a_program_path_would_not_find_is_named_by_the_path_typed(
+    programs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["venv/bin/agent-tutorial", "run"])
+
+    assert command_as_invoked() == "venv/bin/agent-tutorial"  # not bin/'s namesake
+
+
+def test_a_program_path_is_quoted_for_the_shell(
+    programs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spaced = programs / "my tools" / "agent-tutorial"
+    spaced.parent.mkdir()
+    spaced.write_bytes((programs / "bin" / "agent-tutorial").read_bytes())
+    monkeypatch.setattr(sys, "argv", [str(spaced), "run"])
+
+    assert shlex.split(command_as_invoked()) == [str(spaced)]
+
+
+def test_a_module_run_is_named_with_its_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["/somewhere/agent_tutorial/__main__.py", "run"])
+    monkeypatch.setattr(sys, "orig_argv", ["python3", "-m", "agent_tutorial", "run"])
+
+    assert command_as_invoked() == "python3 -m agent_tutorial"
+
+
+def test_following_the_farewell_of_a_demo_repl_resumes_its_session(
+    make_terminal: Callable[..., Terminal], workspace: Path
+) -> None:
+    terminal = make_terminal("run", "--model", "demo", "-c", "2", columns=200)
+    terminal.wait_for_prompt()
+    terminal.enter("hello")
+    terminal.wait_for_text("Tour finished")
+    terminal.wait_for_prompt()
+    terminal.type(CTRL_D)
+    assert terminal.wait_for_exit() == 0
+    [farewell] = [line for line in terminal.lines() if line.startswith("resume with: ")]
+    [info] = list_sessions(workspace)
+    command = shlex.split(farewell.removeprefix("resume with: "))
+    assert command[-4:] == ["-c", "2", "--resume", info.session_id]
+    assert command[-6:-4] == ["--model", "demo"]
+
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_TUTORIAL_")}
+    done = subprocess.run(
+        [*command, "-p", "again"],
+        cwd=workspace,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert f"resumed {info.session_id} (" in done.stderr

@@ -5,8 +5,12 @@ need no adapter."""
 
 from __future__ import annotations
 
+import shlex
+import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,6 +38,28 @@ def adopt_orphans() -> None:
         from agent_tutorial.adapters.processes import become_subreaper
 
         become_subreaper()
+
+
+def command_as_invoked() -> str:
+    """The command as the user ran it, to tell them how to run it again: `agent-tutorial`
+    when that name on PATH is this very program, otherwise the path they used
+    (`.venv/bin/agent-tutorial`), and `python -m agent_tutorial` for a module run."""
+    if Path(sys.argv[0]).name == "__main__.py":  # python -m agent_tutorial
+        return f"{_as_typed(sys.orig_argv[0])} -m agent_tutorial"
+    return _as_typed(sys.argv[0])
+
+
+def _as_typed(program: str) -> str:
+    """`program`'s bare name if running that name finds this very file, else as given."""
+    name = Path(program).name
+    if "/" not in program:
+        return shlex.quote(name)  # it was found on PATH
+    found = shutil.which(name)
+    try:
+        same = found is not None and Path(found).samefile(program)
+    except OSError:  # gone, or not ours to look at: say what was typed
+        same = False
+    return shlex.quote(name if same else program)
 
 
 def termination_exit_code() -> int | None:

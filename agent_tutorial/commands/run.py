@@ -22,6 +22,7 @@ from agent_tutorial.commands.prompt_input import read_prompt, stdin_is_terminal
 from agent_tutorial.core.errors import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
+    EXIT_OK,
     EXIT_USAGE,
     AgentTutorialError,
 )
@@ -103,6 +104,7 @@ def _run(
     """Settle the settings and the session, open the conversation, then either hand it to
     the REPL or run the one prompt and report its answer."""
     from agent_tutorial.render import rendering
+    from agent_tutorial.resuming import chapter_for
 
     adopt_orphans()
     project = current_project()
@@ -112,7 +114,8 @@ def _run(
     trust = _folder_trust(project, options.trust_project, err, may_ask=interactive)
     settings = _with_strategy(_settings_or_exit(trust, options.flags, err), options.compaction)
     resume = _resume_choice(trust, options.resume_latest, options.resume_id, err)
-    chapter = _chapter_or_note(resume, options.chapter, err)
+    chapter = chapter_for(resume, options.chapter)
+    _warn_of_chapter_8_flags(options, chapter, err)
     text = "" if interactive else read_prompt(options.prompt, settings.max_stdin_bytes)
     renderer = _renderer(options, out, err, interactive=interactive)
     # Only now connect (chapter 8 asks the server for its window): a usage error should not
@@ -123,7 +126,8 @@ def _run(
     _start_report(report, conversation, setup.settings, trust)
     with closing(conversation):
         if interactive:
-            _repl_or_exit(conversation, report, renderer, setup.settings)
+            relaunch = _resume_command(options.flags)
+            _repl_or_exit(conversation, report, renderer, setup.settings, relaunch)
             return
         with rendering(renderer):
             result = _run_or_exit(conversation, text)
@@ -267,13 +271,42 @@ def _resume_choice(
     return choice
 
 
-def _chapter_or_note(choice: ResumeChoice | None, requested: int | None, err: Console) -> int:
-    from agent_tutorial.resuming import chapter_for
+def _warn_of_chapter_8_flags(options: RunOptions, chapter: int, err: Console) -> None:
+    """`--compaction` and `--context-window` are chapter 8's flags: given to another
+    chapter, say what they do there rather than let them pass in silence."""
+    from agent_tutorial.profiles import Capability, profile_for_chapter
 
-    chapter, note = chapter_for(choice, requested)
-    if note is not None:
-        print_warnings(err, [note])
-    return chapter
+    if Capability.COMPACTION in profile_for_chapter(chapter):
+        return
+    warnings = []
+    if options.compaction is not None:
+        warnings.append(
+            f"--compaction is for chapter 8; chapter {chapter} does not compact, so it does "
+            "nothing here"
+        )
+    if options.flags.get("context_window_tokens") is not None:
+        warnings.append(
+            f"--context-window is for chapter 8, which keeps requests within the window; "
+            f"chapter {chapter} only caps each reply at a quarter of it"
+        )
+    print_warnings(err, warnings)
+
+
+def _resume_command(flags: Mapping[str, object]) -> str:
+    """The command the REPL's farewell offers, up to its `-c N --resume ID`: the program as
+    it was invoked, and the endpoint flags that were given (without them a `--model demo`
+    session would resume asking for settings)."""
+    import shlex
+
+    from agent_tutorial.commands.process import command_as_invoked
+    from agent_tutorial.features.redaction import mask_url_passwords
+
+    words = [command_as_invoked(), "run"]
+    for flag, key in (("--model", "model"), ("--base-url", "base_url")):
+        value = flags.get(key)
+        if value is not None:
+            words += [flag, shlex.quote(mask_url_passwords(str(value)))]
+    return " ".join(words)
 
 
 def _open_or_exit(
@@ -355,20 +388,31 @@ def _repl_or_exit(
     report: RunReport,
     renderer: TerminalRenderer,
     settings: Settings,
+    resume_command: str,
 ) -> None:
-    """The REPL until it ends; SIGTERM or SIGHUP end it as an interrupted run."""
+    """The REPL until it ends; left with Ctrl-C twice it exits 130, and SIGTERM or SIGHUP
+    end it as an interrupted run."""
     from agent_tutorial.commands.process import termination_exit_code
     from agent_tutorial.core.loop import TurnInterrupted
     from agent_tutorial.repl import Repl
 
-    repl = Repl(conversation, report.summary, renderer, model_name=settings.model or "")
+    repl = Repl(
+        conversation,
+        report.summary,
+        renderer,
+        model_name=settings.model or "",
+        resume_command=resume_command,
+    )
+    exit_code = EXIT_OK
     try:
-        repl.loop()
+        exit_code = repl.loop()
     except (TurnInterrupted, KeyboardInterrupt):
         if termination_exit_code() is None:
             raise  # a bug: the REPL handles Ctrl-C itself
     if termination_exit_code() is not None:
         raise _interrupted()
+    if exit_code != EXIT_OK:
+        raise typer.Exit(exit_code)  # Ctrl-C twice: the farewell said it all, no error line
 
 
 def _interrupted() -> CommandFailed:
