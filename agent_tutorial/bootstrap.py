@@ -135,6 +135,12 @@ class ModelConnection:
     model: ModelClient
 
 
+def compacts(profile: ChapterProfile) -> bool:
+    """Whether a run of `profile` compacts its context (chapter 8): the front ends warn
+    when chapter 8's flags are given to a chapter that would ignore them."""
+    return Capability.COMPACTION in profile
+
+
 def connect_model(
     settings: Settings,
     workspace: Path,
@@ -146,7 +152,7 @@ def connect_model(
     """The model client for a run of `profile`: chapter 8 budgets against the window, so
     an unset one is asked of the server first, and the demo plays its long tour. The
     client's error text is masked by the same redactor the tools' output is."""
-    compaction = Capability.COMPACTION in profile
+    compaction = compacts(profile)
     if compaction:
         settings = with_server_window(settings)
     model = open_model_client(

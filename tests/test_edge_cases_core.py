@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -317,10 +318,25 @@ def test_an_unparsable_settings_table_in_the_environment_is_a_config_error(
         load_settings(workspace)
 
 
-@pytest.mark.parametrize("base_url", ["http://[::1/v1", "localhost:8080/v1", "http://h:port/v1"])
-def test_a_malformed_base_url_is_a_config_error(workspace: Path, base_url: str) -> None:
-    with pytest.raises(ConfigError, match="OPENAI_BASE_URL"):
+MALFORMED_BASE_URLS = ["http://[::1/v1", "localhost:8080/v1", "http://h:port/v1"]
+
+
+@pytest.mark.parametrize("base_url", MALFORMED_BASE_URLS)
+def test_a_malformed_base_url_flag_is_a_config_error_naming_the_flag(
+    workspace: Path, base_url: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"^--base-url '{re.escape(base_url)}' "):
         load_settings(workspace, {"base_url": base_url, "model": "m"})
+
+
+@pytest.mark.parametrize("base_url", MALFORMED_BASE_URLS)
+def test_a_malformed_base_url_variable_is_a_config_error_naming_the_variable(
+    workspace: Path, base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+
+    with pytest.raises(ConfigError, match=f"^OPENAI_BASE_URL '{re.escape(base_url)}' "):
+        load_settings(workspace, {"model": "m"})
 
 
 def test_the_demo_model_ignores_a_malformed_base_url(workspace: Path) -> None:

@@ -274,9 +274,10 @@ def _resume_choice(
 def _warn_of_chapter_8_flags(options: RunOptions, chapter: int, err: Console) -> None:
     """`--compaction` and `--context-window` are chapter 8's flags: given to another
     chapter, say what they do there rather than let them pass in silence."""
-    from agent_tutorial.profiles import Capability, profile_for_chapter
+    from agent_tutorial.bootstrap import compacts
+    from agent_tutorial.profiles import profile_for_chapter
 
-    if Capability.COMPACTION in profile_for_chapter(chapter):
+    if compacts(profile_for_chapter(chapter)):
         return
     warnings = []
     if options.compaction is not None:
