@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +24,7 @@ from agent_tutorial.adapters.sandbox import (
     sandbox_available,
     sandboxed,
 )
+from agent_tutorial.adapters.text_tool_calls import TextToolCalls
 from agent_tutorial.config import STATE_DIR, ConfigError, Settings, user_config_path
 from agent_tutorial.core.events import (
     ASKING_SOURCE,
@@ -274,6 +275,7 @@ class AgentDeps:
 def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     """Tools first, then the guards around them, then what each later chapter adds; the
     runner is built last, once every part it is given exists."""
+    deps = replace(deps, model=reading_text_calls(deps.model, deps.settings, deps.events))
     tools = ToolRegistry(max_argument_bytes=deps.settings.max_tool_argument_bytes)
     agent = Agent(
         runner=AgentRunner(deps.model, tools),  # replaced below once every part exists
@@ -308,6 +310,25 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         history=deps.history,
     )
     return agent
+
+
+TEXT_CALLS_NOTICE = (
+    "the model wrote its tool calls as text; running them as tool calls "
+    "(tool_calls = auto; native keeps such text as the answer)"
+)
+
+
+def reading_text_calls(model: ModelClient, settings: Settings, events: EventBus) -> ModelClient:
+    """The model as this session's runner sees it: unless `tool_calls = "native"`, calls a
+    model writes as text come back as real calls, and the first time this happens in the
+    session it is said once (stderr, and a stream-json notice)."""
+    if settings.tool_calls == "native":
+        return model
+    return TextToolCalls(
+        model,
+        settings.tool_calls,
+        on_first_read=lambda: events.emit(Notice("info", TEXT_CALLS_NOTICE)),
+    )
 
 
 def _hooks(profile: ChapterProfile, deps: AgentDeps, redactor: Redactor) -> HookRegistry | None:

@@ -78,6 +78,12 @@ class SandboxOption(StrEnum):
     off = "off"
 
 
+class ToolCallsOption(StrEnum):
+    auto = "auto"
+    native = "native"
+    text = "text"
+
+
 ChapterOption = Annotated[
     int | None,
     typer.Option(
@@ -199,6 +205,13 @@ def run(
             "settings for this run only (agent-tutorial trust records trust).",
         ),
     ] = False,
+    tool_calls: Annotated[
+        ToolCallsOption | None,
+        typer.Option(
+            help="auto (native, and calls written as text are read), native, or text "
+            "(no tools on the wire; described in the prompt)."
+        ),
+    ] = None,
 ) -> None:
     """Run one prompt, or open the REPL.
 
@@ -216,6 +229,7 @@ def run(
             "context_window_tokens": context_window,
             "sandbox": sandbox and sandbox.value,
             "sandbox_network": sandbox_network,
+            "tool_calls": tool_calls and tool_calls.value,
         },
         output_format=output_format,
         verbose=verbose,

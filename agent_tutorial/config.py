@@ -49,9 +49,11 @@ from pydantic_settings import (
 
 from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
+from agent_tutorial.adapters.text_calls import ToolCallMode
 from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
 from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
+from agent_tutorial.core.model import MAX_CONTEXT_WINDOW_TOKENS, MIN_CONTEXT_WINDOW_TOKENS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
 from agent_tutorial.core.sandbox import SandboxMode
@@ -69,8 +71,10 @@ LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 # overflows a timer or an index (`inf`, `nan` and 40-digit numbers are configuration errors).
 MAX_TIMEOUT_S = 86_400.0
 """A day: the longest any one wait (a request, a hook, a grep) may be set to."""
-MAX_TOKENS = 10_000_000
+MAX_TOKENS = MAX_CONTEXT_WINDOW_TOKENS
 """Ten million tokens: the largest context windows today."""
+MAX_TEMPERATURE = 2.0
+"""The highest sampling temperature the OpenAI API accepts."""
 MiB = 1024 * 1024
 _WIRE = WireOptions()
 """The adapter's defaults, which the wire settings below document and start from."""
@@ -163,8 +167,8 @@ class Settings(BaseSettings):
 
     context_window_tokens: int | None = Field(
         default=None,
-        ge=256,
-        le=MAX_TOKENS,
+        ge=MIN_CONTEXT_WINDOW_TOKENS,
+        le=MAX_CONTEXT_WINDOW_TOKENS,
         validation_alias=AliasChoices("AGENT_TUTORIAL_CONTEXT_WINDOW"),
     )
     """The model's context window in tokens; unset, chapter 8 asks the server and otherwise
@@ -192,6 +196,19 @@ class Settings(BaseSettings):
     """Join each `<system-reminder>` note to the user turn next to it (and a prompt whose
     request failed to the next prompt), for chat templates that demand strict
     user/assistant alternation."""
+
+    temperature: float | None = Field(
+        default=_WIRE.temperature, ge=0, le=MAX_TEMPERATURE, allow_inf_nan=False
+    )
+    """Sampling temperature sent with every request; unset, the server's default is used
+    (0 makes a real model's runs repeatable)."""
+
+    tool_calls: ToolCallMode = "auto"
+    """How tool calls travel: `auto` sends the tools natively and also runs calls a model
+    writes as text (a JSON object, fenced, in `<tool_call>` tags, `functions.NAME:`);
+    `native` never reads calls from text; `text` sends no tools at all and describes them,
+    and the one call format, in the system prompt (for servers that reject or ignore
+    `tools`). See chapter 2, "Tool calling is text underneath"."""
 
     permission_mode: PermissionMode = "ask"
     """ask, accept-edits or auto; see chapter 3."""

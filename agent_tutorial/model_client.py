@@ -51,6 +51,7 @@ def wire_options(settings: Settings) -> WireOptions:
         if window is None
         else window.output_cap_tokens,
         merge_reminders=settings.merge_reminders,
+        temperature=settings.temperature,
     )
 
 

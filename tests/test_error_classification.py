@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent_tutorial.adapters.provider_errors import classify_error
+from agent_tutorial.adapters.provider_errors import classify_error, stated_window
 from agent_tutorial.core.model import (
     AuthenticationError,
     BadRequestError,
@@ -96,6 +96,19 @@ OVERFLOW_REPLIES: dict[str, tuple[int, Any]] = {
                 "type": "exceed_context_size_error",
                 "n_prompt_tokens": 5120,
                 "n_ctx": 4096,
+            }
+        },
+    ),
+    "llama.cpp-as-served": (  # llama-server b6xxx, as the real server answered on this machine
+        400,
+        {
+            "error": {
+                "code": 400,
+                "message": "request (9030 tokens) exceeds the available context size (8192 "
+                "tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": 9030,
+                "n_ctx": 8192,
             }
         },
     ),
@@ -484,3 +497,72 @@ def test_a_key_where_a_long_message_is_cut_is_masked_whole() -> None:
 def mask_shapes(text: str) -> str:
     """The adapter's mask as the composition root builds it, here with no known secret."""
     return Redactor({}).redact(text).text
+
+
+# The window each overflow reply states, where it states one (issue 16).
+STATED_WINDOWS: dict[str, int | None] = {
+    "openai": 128_000,
+    "openai-context-window": None,
+    "azure-code-only": None,
+    "deepseek": 65_536,
+    "openrouter": 131_072,
+    "openrouter-upstream-raw": None,
+    "llama.cpp": 4_096,
+    "llama.cpp-as-served": 8_192,
+    "llama.cpp-type-only": None,
+    "llama.cpp-as-500": None,
+    "llama-cpp-python": 2_048,
+    "llama-cpp-python-unformatted": 2_048,
+    "vllm-top-level": 4_096,
+    "vllm-input-tokens": 4_096,
+    "anthropic-gateway": None,
+    "gateway-429": None,
+    "gateway-413": None,
+    "dashscope": None,
+    "dashscope-as-503": None,
+    "gemini": None,
+    "tgi": None,
+}
+
+
+def test_every_overflow_reply_says_which_window_it_states() -> None:
+    assert set(STATED_WINDOWS) == set(OVERFLOW_REPLIES)
+
+
+@pytest.mark.parametrize("provider", sorted(OVERFLOW_REPLIES))
+def test_the_overflow_error_carries_the_window_the_reply_states(provider: str) -> None:
+    status, body = OVERFLOW_REPLIES[provider]
+
+    for given in (body, sdk_body(body)):
+        error = classify_error(status, given, "Error code")
+        assert isinstance(error, PromptTooLongError)
+        assert error.window_tokens == STATED_WINDOWS[provider]
+
+
+@pytest.mark.parametrize(
+    ("tokens", "taken"),
+    [(255, None), (256, 256), (10_000_000, 10_000_000), (10_000_001, None), (0, None)],
+)
+def test_a_stated_window_is_taken_only_where_context_window_would_be(
+    tokens: int, taken: int | None
+) -> None:
+    """The same range as `--context-window`: 256 to 10,000,000 tokens."""
+    body = {"error": {"type": "exceed_context_size_error", "n_ctx": tokens}}
+    message = f"This model's maximum context length is {tokens} tokens."
+
+    assert stated_window(body) == taken
+    assert stated_window({"error": {"message": message}}) == taken
+    assert stated_window(None, f"Requested tokens (9) exceed context window of {tokens}") == taken
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"error": {"n_ctx": "4096"}},  # not a number
+        {"error": {"n_ctx": True}},
+        {"error": {"message": "maximum context length is " + "9" * 5000 + " tokens"}},
+        {"error": {"message": "maximum context length is 4096 bytes"}},
+    ],
+)
+def test_a_window_that_is_not_a_plain_count_of_tokens_is_not_taken(body: object) -> None:
+    assert stated_window(body) is None

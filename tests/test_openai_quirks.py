@@ -96,6 +96,27 @@ def test_the_setting_turns_tool_choice_off(loopback: LoopbackServer, make_model:
     assert loopback.requests[0]["tools"] == [BASH.to_wire()]
 
 
+def test_a_named_tool_choice_goes_out_as_a_function_choice(
+    loopback: LoopbackServer, make_model: MakeModel
+) -> None:
+    loopback.queue(tool_stream([("call_1", "bash", {"command": "ls"})]))
+
+    reply = make_model().complete(ask(tool_choice="bash"))
+
+    assert loopback.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "bash"}}
+    assert reply.message.tool_calls[0].name == "bash"
+
+
+def test_the_setting_leaves_out_a_named_tool_choice_too(
+    loopback: LoopbackServer, make_model: MakeModel
+) -> None:
+    loopback.queue(text_stream("ok"))
+
+    make_model(send_tool_choice=False).complete(ask(tool_choice="bash"))
+
+    assert "tool_choice" not in loopback.requests[0]
+
+
 def test_a_server_that_hides_tools_without_tool_choice_gets_to_call_them(
     loopback: LoopbackServer, make_model: MakeModel
 ) -> None:
@@ -325,6 +346,49 @@ def test_a_prompt_that_leaves_less_than_an_eighth_of_the_window_is_still_an_over
     with pytest.raises(PromptTooLongError):
         make_model().complete(ask())
     assert len(loopback.requests) == 1
+
+
+def test_after_an_overflow_stating_the_window_the_cap_keeps_within_it(
+    loopback: LoopbackServer, make_model: MakeModel
+) -> None:
+    loopback.queue(error_reply(*OVERFLOW_REPLIES["llama.cpp"]), text_stream("ok"))
+    model = make_model()
+
+    with pytest.raises(PromptTooLongError) as refused:
+        model.complete(ask())
+    model.complete(ask())
+
+    assert refused.value.window_tokens == 4_096
+    assert [body["max_tokens"] for body in loopback.requests] == [8_192, 1_024]
+
+
+def test_an_overflow_stating_no_window_leaves_the_cap_as_it_was(
+    loopback: LoopbackServer, make_model: MakeModel
+) -> None:
+    loopback.queue(error_reply(*OVERFLOW_REPLIES["llama.cpp-type-only"]), text_stream("ok"))
+    model = make_model()
+
+    with pytest.raises(PromptTooLongError) as refused:
+        model.complete(ask())
+    model.complete(ask())
+
+    assert refused.value.window_tokens is None
+    assert [body["max_tokens"] for body in loopback.requests] == [8_192, 8_192]
+
+
+# --- temperature ---------------------------------------------------------------------------------
+
+
+def test_no_temperature_is_sent_unless_one_is_set(
+    loopback: LoopbackServer, make_model: MakeModel
+) -> None:
+    loopback.queue(text_stream("ok"), text_stream("ok"))
+
+    make_model().complete(ask())
+    make_model(temperature=0.0).complete(ask())
+
+    assert "temperature" not in loopback.requests[0]
+    assert loopback.requests[1]["temperature"] == 0
 
 
 # --- one leading system message ----------------------------------------------------------------

@@ -34,6 +34,8 @@ FLOAT_SETTINGS = ("request_timeout_s", "grep_time_budget_s")
 """Above 0 and at most 86,400 seconds (a day), finite."""
 INTERVAL_SETTINGS = ("waiting_event_interval_s",)
 """At least 0.1 s (more often would flood stream-json) and at most a day, finite."""
+UNSET_BY_DEFAULT = ("temperature",)
+"""From 0 to 2, finite, or unset (the server's default)."""
 
 
 def project_config(workspace: Path, text: str) -> None:
@@ -57,10 +59,12 @@ def test_every_numeric_setting_has_its_bounds_tested() -> None:
     numeric = {
         name
         for name, field in Settings.model_fields.items()
-        if field.annotation in (int, float, int | None)
+        if field.annotation in (int, float, int | None, float | None)
     }
 
-    assert numeric == set(INT_BOUNDS) | set(FLOAT_SETTINGS) | set(INTERVAL_SETTINGS)
+    assert numeric == (
+        set(INT_BOUNDS) | set(FLOAT_SETTINGS) | set(INTERVAL_SETTINGS) | set(UNSET_BY_DEFAULT)
+    )
 
 
 @pytest.mark.parametrize("name", INT_BOUNDS)
@@ -111,6 +115,24 @@ def test_an_interval_accepts_a_tenth_of_a_second_to_a_day(workspace: Path, name:
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e308", FORTY_NINES, "-1"])
 def test_a_duration_refuses_absurd_values(workspace: Path, name: str, value: str) -> None:
     assert f"invalid configuration: {name}: " in str(problem(workspace, f"{name} = {value}"))
+
+
+def test_temperature_accepts_0_to_2_and_refuses_what_is_outside(workspace: Path) -> None:
+    assert problem(workspace, "temperature = 0") is None
+    assert problem(workspace, "temperature = 2") is None
+    assert "temperature: Input should be greater than or equal to 0" in str(
+        problem(workspace, "temperature = -0.01")
+    )
+    assert "temperature: Input should be less than or equal to 2" in str(
+        problem(workspace, "temperature = 2.01")
+    )
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", FORTY_NINES, '"warm"'])
+def test_temperature_refuses_absurd_values(workspace: Path, value: str) -> None:
+    assert "invalid configuration: temperature: " in str(
+        problem(workspace, f"temperature = {value}")
+    )
 
 
 def test_a_hook_timeout_accepts_up_to_a_day_and_refuses_more_or_inf(workspace: Path) -> None:

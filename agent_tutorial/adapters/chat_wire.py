@@ -30,6 +30,7 @@ class WireOptions:
     stream: bool = True
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     merge_reminders: bool = False
+    temperature: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_output_tokens < 1:

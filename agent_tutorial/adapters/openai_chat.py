@@ -39,6 +39,7 @@ from agent_tutorial.adapters.provider_errors import (
     error_class_of,
     one_line,
     provider_message,
+    room_for_output,
     strings_in,
 )
 from agent_tutorial.core.model import (
@@ -201,9 +202,12 @@ class OpenAIChatModel:
                 cap = too_large.room_tokens
             except ReplyOverLimit as over:  # raised by the transport, inside httpx's reads
                 error = self._over_limit(over, waited_s=self._clock() - started)
-                raise type(error)(self._mask(str(error))) from None
+                raise self._masked(error) from None
+            except PromptTooLongError as error:  # later requests keep within a stated window
+                self._cap_tokens = clamp_output_tokens(self._cap_tokens, error.window_tokens)
+                raise self._masked(error) from None
             except ModelError as error:  # also a reply `chat_stream` could not read
-                raise type(error)(self._mask(str(error))) from None
+                raise self._masked(error) from None
 
     def close(self) -> None:
         self._client.close()
@@ -276,19 +280,30 @@ class OpenAIChatModel:
         """Everything but the streaming fields, in the shape the servers accept."""
         messages = wire_messages(request.messages, merge_reminders=self._wire.merge_reminders)
         tools = [tool.to_wire() for tool in request.tools]
-        # `tool_choice: "auto"` is OpenAI's default, but llama-cpp-python's function-calling
-        # format does not show the model any tool without it.
-        choice = "auto" if tools and self._wire.send_tool_choice else openai.omit
+        temperature = self._wire.temperature
         return {
             "model": self.model,
             "messages": cast("list[ChatCompletionMessageParam]", messages),
             "tools": cast("list[ChatCompletionToolUnionParam]", tools) or openai.omit,
-            "tool_choice": cast("ChatCompletionToolChoiceOptionParam", choice),
+            "tool_choice": self._tool_choice(request) if tools else openai.omit,
+            "temperature": openai.omit if temperature is None else temperature,
             "max_tokens": cap if self._cap_parameter == "max_tokens" else openai.omit,
             "max_completion_tokens": (
                 cap if self._cap_parameter == "max_completion_tokens" else openai.omit
             ),
         }
+
+    def _tool_choice(
+        self, request: ModelRequest
+    ) -> ChatCompletionToolChoiceOptionParam | openai.Omit:
+        """A named tool when the request names one (llama-cpp-python calls a tool only when
+        named); else `"auto"`, OpenAI's default, which llama-cpp-python's function-calling
+        format needs to show the model any tool at all."""
+        if not self._wire.send_tool_choice:
+            return openai.omit
+        if request.tool_choice is not None:
+            return {"type": "function", "function": {"name": request.tool_choice}}
+        return "auto"
 
     def _call(self, send: Callable[[], _Sent], arguments: _RequestArguments) -> _Sent:
         """Send one request, turning the SDK's errors into typed `ModelError`s (or into a
@@ -307,7 +322,7 @@ class OpenAIChatModel:
         if self._cap_parameter == "max_tokens" and _rejects_max_tokens(body):
             raise _CapParameterRejected from None
         sent = arguments[self._cap_parameter]
-        room = _room_for_output(body)
+        room = room_for_output(body)
         if room is None or not isinstance(sent, int):
             return
         window, left = room
@@ -344,13 +359,18 @@ class OpenAIChatModel:
         hold the key, reaches a traceback.
         """
         error = classify_error(status, body, message, mask=self._mask)
-        text = str(error)
         if isinstance(error, BadRequestError) and self._blames_tool_choice(body, message):
-            text += _TOOL_CHOICE_HINT
-        return type(error)(text)
+            return BadRequestError(str(error) + _TOOL_CHOICE_HINT)
+        return error
 
     def _mask(self, text: str) -> str:
         return self._redaction.redact(text).text
+
+    def _masked(self, error: ModelError) -> ModelError:
+        """The same error, its text masked, its other fields (a stated window) kept."""
+        masked = type(error)(self._mask(str(error)))
+        masked.__dict__.update(error.__dict__)
+        return masked
 
     def _blames_tool_choice(self, body: object, message: str) -> bool:
         return self._wire.send_tool_choice and bool(
@@ -380,6 +400,7 @@ class _RequestArguments(TypedDict):
     messages: list[ChatCompletionMessageParam]
     tools: list[ChatCompletionToolUnionParam] | openai.Omit
     tool_choice: ChatCompletionToolChoiceOptionParam | openai.Omit
+    temperature: float | openai.Omit
     max_tokens: int | openai.Omit
     max_completion_tokens: int | openai.Omit
 
@@ -395,31 +416,7 @@ _MAX_TOKENS_UNSUPPORTED = re.compile(
 )
 
 
-# vLLM's two wordings for prompt + cap over the window; the prompt's own count is in both.
-_PROMPT_AND_CAP_TOO_LONG = (
-    re.compile(
-        r"maximum context length is (?P<window>\d+) tokens and your request has "
-        r"(?P<prompt>\d+) input tokens"
-    ),
-    re.compile(
-        r"maximum context length is (?P<window>\d+) tokens\. However, you requested \d+ "
-        r"tokens \((?P<prompt>\d+) in the messages, \d+ in the completion\)"
-    ),
-)
-
-
 _LEAST_OUTPUT_SHARE = 8
-
-
-def _room_for_output(body: object) -> tuple[int, int] | None:
-    """(window, tokens left for the reply) from an error that says both, else None."""
-    text = " ".join(strings_in(body))
-    for pattern in _PROMPT_AND_CAP_TOO_LONG:
-        match = pattern.search(text)
-        if match is not None:
-            window = int(match.group("window"))
-            return window, window - int(match.group("prompt"))
-    return None
 
 
 def _rejects_max_tokens(body: object) -> bool:

@@ -19,6 +19,7 @@ from agent_tutorial.core.model import (
     PromptTooLongError,
     ProviderError,
     RateLimitError,
+    valid_context_window,
 )
 
 _DETAIL_LIMIT = 300
@@ -47,6 +48,27 @@ _OVERFLOW_MARKERS = re.compile(
         )
     ),
     re.IGNORECASE,
+)
+
+# The window an overflow error states, in each wording that states one. Numbers are read up
+# to 12 digits: int() refuses a 5,000-digit one, and no window is that large anyway.
+_STATED_WINDOW = (
+    # OpenAI, vLLM, DeepSeek
+    re.compile(r"maximum context length is (\d{1,12}) tokens", re.IGNORECASE),
+    re.compile(r"exceed context window of (\d{1,12})", re.IGNORECASE),  # llama-cpp-python
+    re.compile(r"available context size \((\d{1,12}) tokens\)", re.IGNORECASE),  # llama.cpp
+)
+
+# vLLM's two wordings for prompt + cap over the window; the prompt's own count is in both.
+_PROMPT_AND_CAP_TOO_LONG = (
+    re.compile(
+        r"maximum context length is (?P<window>\d{1,12}) tokens and your request has "
+        r"(?P<prompt>\d{1,12}) input tokens"
+    ),
+    re.compile(
+        r"maximum context length is (?P<window>\d{1,12}) tokens\. However, you requested \d{1,12} "
+        r"tokens \((?P<prompt>\d{1,12}) in the messages, \d{1,12} in the completion\)"
+    ),
 )
 
 _SDK_PREFIX = re.compile(r"^Error code: \d+( - )?")
@@ -86,7 +108,40 @@ def classify_error(
     explanation = _explain(error_class, status)
     where = f" ({status})" if status is not None else ""
     detail = one_line(mask(provider_message(body) or _SDK_PREFIX.sub("", message)))
-    return error_class(f"{explanation}{where}: {detail}" if detail else f"{explanation}{where}")
+    text = f"{explanation}{where}: {detail}" if detail else f"{explanation}{where}"
+    if error_class is PromptTooLongError:
+        return PromptTooLongError(text, window_tokens=stated_window(body, message))
+    return error_class(text)
+
+
+def stated_window(body: object, message: str = "") -> int | None:
+    """The context window an overflow error states, if it states one this agent would take
+    as `--context-window`: llama.cpp's `"n_ctx": 4096` in the body, llama-cpp-python's
+    "exceed context window of 4096", OpenAI's and vLLM's "maximum context length is 4096
+    tokens". None when it states none, or a number no window can be."""
+    error = _error_object(body)
+    n_ctx = error.get("n_ctx") if isinstance(error, dict) else None
+    if isinstance(n_ctx, int) and not isinstance(n_ctx, bool):
+        return n_ctx if valid_context_window(n_ctx) else None
+    text = " ".join([*strings_in(body), message])
+    for pattern in _STATED_WINDOW:
+        match = pattern.search(text)
+        if match is not None:
+            tokens = int(match.group(1))
+            return tokens if valid_context_window(tokens) else None
+    return None
+
+
+def room_for_output(body: object) -> tuple[int, int] | None:
+    """(window, tokens left for the reply) from vLLM's refusal of a prompt that fits but
+    whose output cap does not, which states both; else None."""
+    text = " ".join(strings_in(body))
+    for pattern in _PROMPT_AND_CAP_TOO_LONG:
+        match = pattern.search(text)
+        if match is not None:
+            window = int(match.group("window"))
+            return window, window - int(match.group("prompt"))
+    return None
 
 
 def error_class_of(status: int | None, body: object, message: str = "") -> type[ModelError]:

@@ -63,6 +63,17 @@ ZERO_USAGE = Usage(0, 0, 0)
 DEFAULT_MAX_OUTPUT_TOKENS = 8_192
 """The output cap sent with every request unless configured otherwise."""
 
+MIN_CONTEXT_WINDOW_TOKENS = 256
+"""The smallest context window taken, set (`--context-window`) or stated by a server."""
+MAX_CONTEXT_WINDOW_TOKENS = 10_000_000
+"""Ten million tokens: the largest context windows today."""
+
+
+def valid_context_window(tokens: int) -> bool:
+    """Whether `tokens` is a window this agent works with, whoever names it."""
+    return MIN_CONTEXT_WINDOW_TOKENS <= tokens <= MAX_CONTEXT_WINDOW_TOKENS
+
+
 _OUTPUT_SHARE_OF_WINDOW = 4
 
 
@@ -81,6 +92,9 @@ class ModelRequest:
 
     messages: tuple[ChatMessage, ...]
     tools: tuple[ToolSpec, ...] = ()
+    tool_choice: str | None = None
+    """The one tool of `tools` the model must call now (a named `tool_choice`); None leaves
+    the choice to the model."""
     on_text: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
 
 
@@ -110,7 +124,12 @@ class ModelError(AgentTutorialError):
 
 
 class PromptTooLongError(ModelError):
-    """The provider refused the request because it exceeds the context window."""
+    """The provider refused the request because it exceeds the context window.
+    `window_tokens` is the window the provider's error states, when it states a valid one."""
+
+    def __init__(self, message: str = "", *, window_tokens: int | None = None) -> None:
+        super().__init__(message)
+        self.window_tokens = window_tokens
 
 
 class AuthenticationError(ModelError):

@@ -1,0 +1,274 @@
+"""Tool calls a model wrote as text, read back as calls.
+
+Small and local models often answer a request that offers tools with the call written in
+the text (llama.cpp's server then returns it as `content`, not `tool_calls`):
+
+    {"name": "glob", "arguments": {"pattern": "*.py"}}           a bare object ("parameters" too)
+    ```json {"name": ...} ```                                     the same, fenced (``` alone too)
+    <tool_call> {"name": ...} </tool_call>                        Qwen's and Hermes' tags
+    {{"name": ...}}                                               doubled outer braces
+    functions.glob: {"pattern": "*.py"}                           llama-cpp-python's format
+    functions.glob:                                               ... with nothing after it
+
+A reply is calls when its text is one or more of these in a row, alone or after prose, to
+tools the request offered, and nothing but whitespace after them. A text that mentions JSON,
+shows an object that is not a call, names a tool that was not offered, or goes on after its
+calls stays an answer. Pure: no I/O, no SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+ToolCallMode: TypeAlias = Literal["auto", "native", "text"]
+"""`auto`: native tools, and calls written as text are read too; `native`: never read from
+text; `text`: no tools on the wire, the system prompt describes them and the format."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextCall:
+    name: str
+    arguments: str
+    """A JSON object's text, as a native call carries it."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallsInText:
+    """What a reply's text holds: the prose before the calls, then the calls, or the one
+    tool a bare `functions.NAME:` names (its arguments never came: ask again for it)."""
+
+    prose: str
+    calls: tuple[TextCall, ...] = ()
+    named_tool: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """One call block read from the text, and where it ends."""
+
+    calls: tuple[TextCall, ...]
+    end: int
+    named_tool: str | None = None
+
+
+class _Open:
+    """The text ends inside a block that may still become a call (while streaming)."""
+
+
+OPEN = _Open()
+_Read: TypeAlias = "_Block | _Open | None"
+
+_DECODER = json.JSONDecoder(strict=False)  # models write raw newlines inside strings
+_TRIGGER = re.compile(r"\{|```|<tool_call>|functions\.")
+_TRIGGER_WORDS = ("```", "<tool_call>", "functions.")
+_FENCE_OPEN = re.compile(r"```(?:json|tool_call)?[ \t]*\n?", re.IGNORECASE)
+_FUNCTIONS = re.compile(r"functions\.([A-Za-z0-9_\-]+):")
+_NAME_SO_FAR = re.compile(r"functions\.[A-Za-z0-9_\-]*")
+_FENCE_LANGUAGES = ("json", "tool_call")
+_SPACE = re.compile(r"\s*")
+_OPEN_TAG, _CLOSE_TAG, _FENCE = "<tool_call>", "</tool_call>", "```"
+# What may follow where the decoder stopped for lack of text: a number, a literal or a
+# \u escape still being written.
+_UNFINISHED_VALUE = re.compile(r"-?\d*\.?\d*(?:[eE][-+]?\d*)?|u[0-9a-fA-F]{0,3}")
+_LITERALS = ("true", "false", "null")
+
+
+def read_calls(text: str, offered: Collection[str]) -> CallsInText | None:
+    """The calls `text` ends with, or None when it is an answer. `offered` names the tools
+    the request offered; a call to any other tool makes the text an answer."""
+    if not offered or not text.rstrip().endswith(("}", "`", ">", ":")):
+        return None
+    for start in trigger_positions(text, 0):
+        found = calls_from(text, start, offered)
+        if isinstance(found, CallsInText):
+            return found
+    return None
+
+
+def trigger_positions(text: str, start: int) -> list[int]:
+    """Where a call block could begin in `text`, from `start` on."""
+    return [match.start() for match in _TRIGGER.finditer(text, start)]
+
+
+def calls_from(text: str, start: int, offered: Collection[str]) -> CallsInText | _Open | None:
+    """Whether `text[start:]` is a run of call blocks to the end: the calls, `OPEN` when
+    the text ends inside a block that may still become one (the caller is streaming), or
+    None when it cannot."""
+    position, calls = start, list[TextCall]()
+    while True:
+        position = _skip_space(text, position)
+        if position == len(text):
+            return CallsInText(text[:start].rstrip(), tuple(calls)) if calls else OPEN
+        block = _block(text, position, offered)
+        if not isinstance(block, _Block):
+            return block
+        calls += block.calls
+        if block.named_tool is not None:  # its arguments never came: nothing may follow
+            rest = _skip_space(text, block.end)
+            if rest < len(text) or calls:
+                return None
+            return CallsInText(text[:start].rstrip(), named_tool=block.named_tool)
+        position = block.end
+
+
+def starts_a_trigger(tail: str) -> bool:
+    """Whether the end of a streamed text could be the start of a call block's opening
+    (`` ` ``, `<tool_`, `functi`…), which the next piece may complete."""
+    return any(word.startswith(tail) for word in _TRIGGER_WORDS)
+
+
+def _block(text: str, position: int, offered: Collection[str]) -> _Read:
+    if text.startswith(_OPEN_TAG, position):
+        return _tagged(text, position + len(_OPEN_TAG), offered)
+    if text.startswith(_FENCE, position):
+        return _fenced(text, position, offered)
+    if text.startswith("functions.", position) or "functions.".startswith(text[position:]):
+        return _functions(text, position, offered)
+    if text.startswith("{", position):
+        return _call_object(text, position, offered)
+    if any(word.startswith(text[position:]) for word in (_OPEN_TAG, _FENCE)):
+        return OPEN
+    return None
+
+
+def _tagged(text: str, position: int, offered: Collection[str]) -> _Read:
+    """`<tool_call>` one or more call objects `</tool_call>`; the closing tag may be
+    missing at the very end (some models stop before it)."""
+    inner = _objects(text, position, offered)
+    if not isinstance(inner, _Block):
+        return inner
+    end = _skip_space(text, inner.end)
+    if text.startswith(_CLOSE_TAG, end):
+        return _Block(inner.calls, end + len(_CLOSE_TAG))
+    if _CLOSE_TAG.startswith(text[end:]):  # nothing after it, or part of the tag so far
+        return OPEN if end < len(text) else _Block(inner.calls, end)
+    return None
+
+
+def _fenced(text: str, position: int, offered: Collection[str]) -> _Read:
+    """A ``` fence (``json`` or no language) around call objects or tagged calls."""
+    opening = _FENCE_OPEN.match(text, position)
+    assert opening is not None  # `_FENCE` alone matches
+    language_so_far = text[position + len(_FENCE) :].lower()
+    if opening.end() == len(text) or any(
+        language.startswith(language_so_far) for language in _FENCE_LANGUAGES
+    ):
+        return OPEN
+    calls: list[TextCall] = []
+    inner = opening.end()
+    while True:
+        inner = _skip_space(text, inner)
+        if text.startswith(_FENCE, inner):
+            return _Block(tuple(calls), inner + len(_FENCE)) if calls else None
+        if _FENCE.startswith(text[inner:]):
+            return OPEN
+        block = (
+            _tagged(text, inner + len(_OPEN_TAG), offered)
+            if text.startswith(_OPEN_TAG, inner)
+            else _call_object(text, inner, offered)
+        )
+        if not isinstance(block, _Block):
+            return OPEN if block is OPEN or _OPEN_TAG.startswith(text[inner:]) else None
+        calls += block.calls
+        inner = block.end
+
+
+def _objects(text: str, position: int, offered: Collection[str]) -> _Read:
+    """One or more call objects in a row."""
+    calls: list[TextCall] = []
+    while True:
+        position = _skip_space(text, position)
+        if position == len(text):
+            return _Block(tuple(calls), position) if calls else OPEN
+        if not text.startswith("{", position):
+            return _Block(tuple(calls), position) if calls else None
+        block = _call_object(text, position, offered)
+        if not isinstance(block, _Block):
+            return block
+        calls += block.calls
+        position = block.end
+
+
+def _functions(text: str, position: int, offered: Collection[str]) -> _Read:
+    """`functions.NAME:` followed by the arguments object, or by nothing at all."""
+    match = _FUNCTIONS.match(text, position)
+    if match is None:  # still being written (`functions.gl`), or not this shape at all
+        rest = text[position:]
+        return OPEN if "functions.".startswith(rest) or _NAME_SO_FAR.fullmatch(rest) else None
+    name = match.group(1)
+    if name not in offered:
+        return None
+    after = _skip_space(text, match.end())
+    if after == len(text):
+        return _Block((), after, named_tool=name)
+    if not text.startswith("{", after):
+        return None
+    decoded = _decode_object(text, after)
+    if not isinstance(decoded, tuple):
+        return decoded
+    arguments, end = decoded
+    return _Block((TextCall(name, _json_text(arguments)),), end)
+
+
+def _call_object(text: str, position: int, offered: Collection[str]) -> _Read:
+    """`{"name": …, "arguments": {…}}`, or the same inside doubled braces."""
+    doubled = text.startswith("{{", position)
+    decoded = _decode_object(text, position + 1 if doubled else position)
+    if not isinstance(decoded, tuple):
+        return decoded
+    value, end = decoded
+    if doubled:
+        end = _skip_space(text, end)
+        if end == len(text):
+            return OPEN
+        if not text.startswith("}", end):
+            return None
+        end += 1
+    call = _as_call(value, offered)
+    return None if call is None else _Block((call,), end)
+
+
+def _decode_object(text: str, position: int) -> tuple[dict[str, object], int] | _Open | None:
+    try:
+        value, end = _DECODER.raw_decode(text, position)
+    except json.JSONDecodeError as error:
+        return OPEN if _ran_out(error, text) else None
+    except RecursionError:  # nested deeper than the decoder goes: no call looks like that
+        return None
+    return (value, end) if isinstance(value, dict) else None
+
+
+def _ran_out(error: json.JSONDecodeError, text: str) -> bool:
+    """Whether the decoder stopped because the text ended, not because it is not JSON."""
+    rest = text[error.pos :]
+    return (
+        error.msg.startswith("Unterminated string")
+        or _UNFINISHED_VALUE.fullmatch(rest) is not None
+        or any(word.startswith(rest) for word in _LITERALS)
+    )
+
+
+def _as_call(value: dict[str, object], offered: Collection[str]) -> TextCall | None:
+    name = value.get("name")
+    arguments = value.get("arguments", value.get("parameters"))
+    if isinstance(arguments, str):  # some models send the arguments' text, as the wire does
+        try:
+            arguments = json.loads(arguments)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+    if not isinstance(name, str) or name not in offered or not isinstance(arguments, dict):
+        return None
+    return TextCall(name, _json_text(arguments))
+
+
+def _json_text(arguments: dict[str, object]) -> str:
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _skip_space(text: str, position: int) -> int:
+    match = _SPACE.match(text, position)
+    return position if match is None else match.end()

@@ -1,0 +1,110 @@
+"""A `ModelClient` around another one that reads tool calls a model wrote as text
+(`text_calls` says which shapes) and returns them as real calls, so canonical history,
+pairing, permissions, hooks, sessions and compaction never see the difference.
+
+- `auto`: the request goes out as it is, tools and all; a reply whose text is calls comes
+  back as those calls. A bare `functions.NAME:` (llama-cpp-python's "auto", which does not
+  call) is asked again once with a named `tool_choice`, which that server honours.
+- `text`: no tools on the wire; the system prompt describes them (`text_protocol`) and the
+  reply is read the same way.
+
+Streamed text passes through `HeldCallText`, so the call text is never shown as an answer.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Literal
+
+from agent_tutorial.adapters.text_call_stream import HeldCallText
+from agent_tutorial.adapters.text_calls import CallsInText, read_calls
+from agent_tutorial.adapters.text_protocol import as_text_protocol
+from agent_tutorial.core.messages import ToolCall, assistant_message
+from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest, Usage
+
+
+class TextToolCalls:
+    """Reads calls written as text; `on_first_read` is told the first time (once a session,
+    the composition root builds one of these per session)."""
+
+    def __init__(
+        self,
+        model: ModelClient,
+        mode: Literal["auto", "text"],
+        on_first_read: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.model = model
+        self.mode = mode
+        self._on_first_read = on_first_read
+        self._announced = False
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        offered = frozenset(tool.name for tool in request.tools)
+        sent = as_text_protocol(request) if self.mode == "text" else request
+        if not offered:
+            return self.model.complete(sent)
+        held = None if request.on_text is None else HeldCallText(request.on_text, offered)
+        reply = self.model.complete(replace(sent, on_text=held))
+        found = self._calls_in(reply, offered)
+        if held is not None:
+            held.finish(were_calls=found is not None)
+        if found is None:
+            return reply
+        if self.mode == "auto":  # in text mode, calls in text are the protocol itself
+            self._announce()
+        if found.named_tool is not None:
+            return self._ask_for_named_tool(request, reply, found)
+        return _as_calls(reply, found, reply.usage)
+
+    def _calls_in(self, reply: ModelReply, offered: frozenset[str]) -> CallsInText | None:
+        """The calls a reply without native ones wrote as text. A bare `functions.NAME:` can
+        be asked again only where tools travel natively; in text mode it stays text."""
+        if reply.message.tool_calls:
+            return None
+        found = read_calls(reply.message.content or "", offered)
+        if found is not None and found.named_tool is not None and self.mode == "text":
+            return None
+        return found
+
+    def _ask_for_named_tool(
+        self, request: ModelRequest, reply: ModelReply, found: CallsInText
+    ) -> ModelReply:
+        """Once more with `tool_choice` naming the tool; its call (native or written as
+        text) is the reply. Not streamed: it is a call, not an answer. If it brings no call,
+        the first reply stands as the answer."""
+        assert found.named_tool is not None
+        again = self.model.complete(replace(request, tool_choice=found.named_tool, on_text=None))
+        usage = _added(reply.usage, again.usage)
+        if again.message.tool_calls:
+            calls = replace(again.message, content=found.prose or None)
+            return replace(again, message=calls, usage=usage)
+        written = read_calls(again.message.content or "", {found.named_tool})
+        if written is not None and written.calls:
+            return _as_calls(again, replace(written, prose=found.prose), usage)
+        if request.on_text is not None:
+            request.on_text(reply.message.content or "")
+        return replace(reply, usage=usage)
+
+    def _announce(self) -> None:
+        if not self._announced:
+            self._announced = True
+            self._on_first_read()
+
+
+def _as_calls(reply: ModelReply, found: CallsInText, usage: Usage | None) -> ModelReply:
+    calls = tuple(
+        ToolCall(id=f"call_{uuid.uuid4().hex[:24]}", name=call.name, arguments=call.arguments)
+        for call in found.calls
+    )
+    message = assistant_message(found.prose or None, calls)
+    # A reply cut at its cap stays cut (the loop reports it); any other finish is a call.
+    finish = reply.finish_reason if reply.finish_reason in ("length", "content_filter") else None
+    return ModelReply(message, finish or "tool_calls", usage)
+
+
+def _added(first: Usage | None, second: Usage | None) -> Usage | None:
+    if first is None or second is None:
+        return first or second
+    return first + second

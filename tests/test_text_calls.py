@@ -1,0 +1,186 @@
+"""Reading tool calls a model wrote as text (`adapters.text_calls`), and holding them back
+while the text streams (`adapters.text_call_stream`). Pure tests; the end-to-end runs
+against the loopback server are in test_text_tool_calls_cli.py."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent_tutorial.adapters.text_call_stream import HeldCallText
+from agent_tutorial.adapters.text_calls import CallsInText, TextCall, read_calls
+
+OFFERED = frozenset({"glob", "read_file", "bash"})
+GLOB = '{"name": "glob", "arguments": {"pattern": "*.py"}}'
+READ = '{"name": "read_file", "arguments": {"path": "a.txt"}}'
+GLOB_CALL = TextCall("glob", '{"pattern": "*.py"}')
+READ_CALL = TextCall("read_file", '{"path": "a.txt"}')
+
+# Every shape issue 16 names, as the whole reply.
+SHAPES = {
+    "bare": GLOB,
+    "parameters": '{"name": "glob", "parameters": {"pattern": "*.py"}}',
+    "json fence": f"```json\n{GLOB}\n```",
+    "plain fence": f"```\n{GLOB}\n```",
+    "tool_call tags": f"<tool_call>\n{GLOB}\n</tool_call>",
+    "doubled braces": "{" + GLOB + "}",
+    "functions.N: object": 'functions.glob:\n{"pattern": "*.py"}',
+    "arguments as text": '{"name": "glob", "arguments": "{\\"pattern\\": \\"*.py\\"}"}',
+    "tags without the closing tag": f"<tool_call>\n{GLOB}",
+    "tags inside a fence": f"```\n<tool_call>\n{GLOB}\n</tool_call>\n```",
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_shape_is_read_as_the_call(shape: str) -> None:
+    assert read_calls(SHAPES[shape], OFFERED) == CallsInText("", (GLOB_CALL,))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_shape_naming_a_tool_not_offered_stays_an_answer(shape: str) -> None:
+    assert read_calls(SHAPES[shape], OFFERED - {"glob"}) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{GLOB}\n{READ}",
+        f"<tool_call>\n{GLOB}\n</tool_call>\n<tool_call>\n{READ}\n</tool_call>",
+        f"```json\n{GLOB}\n{READ}\n```",
+        'functions.glob:\n{"pattern": "*.py"}\nfunctions.read_file:\n{"path": "a.txt"}',
+        f"{GLOB}\n```json\n{READ}\n```",
+    ],
+)
+def test_several_calls_in_a_row_are_read_in_order(text: str) -> None:
+    assert read_calls(text, OFFERED) == CallsInText("", (GLOB_CALL, READ_CALL))
+
+
+def test_prose_before_the_calls_is_kept_as_the_reply_text() -> None:
+    text = f"I will list the Python files.\n\n```json\n{GLOB}\n```\n"
+
+    assert read_calls(text, OFFERED) == CallsInText("I will list the Python files.", (GLOB_CALL,))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{GLOB}\nThat lists the Python files.",  # prose after the call: an answer about it
+        f"Call {GLOB} to list them, then read each.",
+        f"{GLOB} {{",  # an unfinished second block
+    ],
+)
+def test_calls_that_are_not_the_last_thing_in_the_reply_stay_an_answer(text: str) -> None:
+    assert read_calls(text, OFFERED) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The answer is 42.",
+        'Reply in JSON, for example {"answer": 42}.',
+        '```json\n{"name": "glob", "description": "lists files"}\n```',  # no arguments
+        '{"name": "glob", "arguments": ["*.py"]}',  # arguments not an object
+        '{"name": 7, "arguments": {}}',
+        '{"name": "glob", "arguments": "not json"}',
+        "functions.glob: lists files",
+        "```python\nprint('hi')\n```",
+        "<tool_call>\nnot json\n</tool_call>",
+        "{" * 5000 + "}" * 5000,  # deeper than the decoder goes
+        "",
+    ],
+)
+def test_text_that_only_looks_like_json_stays_an_answer(text: str) -> None:
+    assert read_calls(text, OFFERED) is None
+
+
+def test_a_bare_functions_marker_names_the_tool_to_ask_for() -> None:
+    assert read_calls("functions.glob:", OFFERED) == CallsInText("", named_tool="glob")
+    assert read_calls("Let me look.\nfunctions.glob:\n", OFFERED) == CallsInText(
+        "Let me look.", named_tool="glob"
+    )
+
+
+@pytest.mark.parametrize("text", ["functions.write_file:", "functions.:", "functions.glob"])
+def test_a_bare_marker_for_a_tool_not_offered_stays_an_answer(text: str) -> None:
+    assert read_calls(text, OFFERED) is None
+
+
+def test_no_tools_offered_means_no_calls() -> None:
+    assert read_calls(GLOB, frozenset()) is None
+
+
+def test_raw_newlines_inside_a_string_are_read_as_a_model_means_them() -> None:
+    text = '{"name": "bash", "arguments": {"command": "echo a\nb"}}'
+
+    (call,) = read_calls(text, OFFERED).calls  # type: ignore[union-attr]
+
+    assert json.loads(call.arguments) == {"command": "echo a\nb"}
+
+
+# --- streaming -------------------------------------------------------------------------------
+
+
+def streamed(text: str, cuts: list[int], offered: frozenset[str] = OFFERED) -> tuple[str, str]:
+    """What a renderer is shown of `text` sent in pieces cut at `cuts`: while it streams, and
+    in all once the reply's fate is known (`read_calls` decides it, as the client does)."""
+    shown: list[str] = []
+    held = HeldCallText(shown.append, offered)
+    bounds = [0, *sorted(set(cuts)), len(text)]
+    for start, end in itertools.pairwise(bounds):
+        held(text[start:end])
+    during = "".join(shown)
+    held.finish(were_calls=read_calls(text, offered) is not None)
+    return during, "".join(shown)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_call_text_is_never_shown_whatever_the_pieces(shape: str) -> None:
+    text = "Let me check.\n" + SHAPES[shape]
+    for cut in range(len(text)):
+        assert streamed(text, [cut]) == ("Let me check.\n", "Let me check.\n")
+
+
+@given(st.lists(st.integers(min_value=0, max_value=120), max_size=12))
+def test_an_answer_is_shown_whole_and_in_order_whatever_the_pieces(cuts: list[int]) -> None:
+    text = 'Use {x} in a format string, `glob` to list files, and <b>bold</b>: {"a": 1}.'
+
+    during, after = streamed(text, [cut % (len(text) + 1) for cut in cuts])
+
+    assert after == text
+    assert text.startswith(during)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=200), max_size=12))
+def test_prose_before_calls_is_shown_and_the_calls_are_not(cuts: list[int]) -> None:
+    text = f"I'll read both.\n<tool_call>\n{GLOB}\n</tool_call>\n<tool_call>\n{READ}\n</tool_call>"
+
+    during, after = streamed(text, [cut % (len(text) + 1) for cut in cuts])
+
+    assert (during, after) == ("I'll read both.\n", "I'll read both.\n")
+
+
+def test_prose_with_a_brace_is_let_through_before_the_reply_ends() -> None:
+    shown: list[str] = []
+    held = HeldCallText(shown.append, OFFERED)
+
+    for piece in ["Use {x", "} here, ", "then more text"]:
+        held(piece)
+
+    assert "".join(shown) == "Use {x} here, then more text"
+
+
+def test_a_long_object_that_is_not_a_call_is_shown_once_it_closes() -> None:
+    shown: list[str] = []
+    held = HeldCallText(shown.append, OFFERED)
+    value = "x" * 200
+
+    held('Config: {"key": "')
+    held(value)
+    assert "".join(shown) == "Config: "
+    held('"}\nDone.')
+
+    assert "".join(shown) == f'Config: {{"key": "{value}"}}\nDone.'
