@@ -61,6 +61,7 @@ from agent_tutorial.features.compaction.store import ARTIFACTS_RELATIVE_PATH
 from agent_tutorial.features.context_window import (
     ContextMeter,
     MeteredModel,
+    WindowFromOverflow,
     request_utf8_bytes,
 )
 from agent_tutorial.features.project_instructions import (
@@ -375,8 +376,14 @@ def _add_compaction(
     """Chapter 8: the compaction manager becomes the runner's context. Returns the model
     the runner should call: metered, so that each reply calibrates bytes per token (by the
     numbers of `[compaction]`, for the meter's estimates too)."""
-    agent.context_meter.calibration = TokenCalibration(deps.settings.compaction)
-    model = MeteredModel(deps.model, agent.context_meter)
+    meter = agent.context_meter
+    meter.calibration = TokenCalibration(deps.settings.compaction)
+    model: ModelClient = WindowFromOverflow(
+        MeteredModel(deps.model, meter),
+        meter,
+        deps.settings.max_output_tokens,
+        on_window=lambda tokens: _use_stated_window(agent, deps.events, tokens),
+    )
     summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(model, deps.events))
     if hooks is not None:
         summarizer = CompactionHooks(summarizer, hooks, deps.workspace, deps.events)
@@ -390,6 +397,15 @@ def _add_compaction(
         tools_workspace=deps.workspace,
     )
     return model
+
+
+def _use_stated_window(agent: Agent, events: EventBus, tokens: int) -> None:
+    """Chapter 8 after an overflow error that states the window: budget against it."""
+    if agent.compaction is not None:
+        agent.compaction.use_window(tokens)
+    events.emit(
+        Notice("info", f"the server states a context window of {tokens:,} tokens; keeping to it")
+    )
 
 
 def _window_accounting(

@@ -228,15 +228,18 @@ CIRCUIT_OPENING_KINDS = ["agent"] * 3 + ["summary", "agent"] * 3
 """Reads 3, 4 and 5 each leave the history over the threshold and get one summary attempt."""
 
 
-def queue_three_failed_summaries(loopback: LoopbackServer, workspace: Path, third: str) -> str:
-    """Six ~20 KB reads; the summaries after reads 3, 4 and 5 fail (not JSON, a key missing,
-    then `third`), so the request after read 6 gets no attempt. Returns the file read."""
-    path = write_text_file(workspace, "large.txt", 20_000)
-    loopback.queue(*(read_call(f"large-{n}", path) for n in range(1, 4)))
+def queue_three_failed_summaries(
+    loopback: LoopbackServer, workspace: Path, third: str
+) -> list[str]:
+    """Six ~20 KB reads, each of its own file (the same read again would be a stuck call);
+    the summaries after reads 3, 4 and 5 fail (not JSON, a key missing, then `third`), so
+    the request after read 6 gets no attempt. Returns the files read, in order."""
+    paths = [write_text_file(workspace, f"large-{n}.txt", 20_000) for n in range(1, 7)]
+    loopback.queue(*(read_call(f"large-{n}", paths[n - 1]) for n in range(1, 4)))
     bad = [text_stream("Here is my summary of the work."), summary_reply(MISSING_KEY)]
     for n, reply in enumerate([*bad, THIRD_BAD_SUMMARY[third]()], start=4):
-        loopback.queue(reply, read_call(f"large-{n}", path))
-    return path
+        loopback.queue(reply, read_call(f"large-{n}", paths[n - 1]))
+    return paths
 
 
 def assert_first_two_of_five_reads_cleared(

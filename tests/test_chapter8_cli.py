@@ -46,7 +46,7 @@ from tests.loopback import (
     text_stream,
     tool_stream,
 )
-from tests.test_error_classification import OVERFLOW_REPLIES
+from tests.test_error_classification import STATED_WINDOWS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -234,8 +234,16 @@ def test_json_usage_counts_the_summary_request_too(
 
 # --- reactive recovery -------------------------------------------------------------------
 
+# Replies that state no window. One that states a window is believed (issue 16), and the
+# one-line requests below are far too small to overflow any window a reply states here,
+# so no retry of them could fit: that case has its own test.
+STATING_NO_WINDOW = sorted(p for p, tokens in STATED_WINDOWS.items() if tokens is None)
+STATING_A_WINDOW = sorted(p for p, tokens in STATED_WINDOWS.items() if tokens is not None)
+NO_WINDOW = "openai-context-window"
+"""OpenAI's other wording of an overflow, which names no window."""
 
-@pytest.mark.parametrize("provider", sorted(OVERFLOW_REPLIES))
+
+@pytest.mark.parametrize("provider", STATING_NO_WINDOW)
 def test_overflow_is_compacted_and_retried_once(
     run_cli: RunCli, loopback: LoopbackServer, provider: str
 ) -> None:
@@ -252,7 +260,27 @@ def test_overflow_is_compacted_and_retried_once(
     assert "reactive: prompt too long" in result.stderr
 
 
-@pytest.mark.parametrize("provider", sorted(OVERFLOW_REPLIES))
+@pytest.mark.parametrize("provider", STATING_A_WINDOW)
+def test_an_overflow_stating_a_window_the_request_was_far_below_is_not_retried(
+    run_cli: RunCli, loopback: LoopbackServer, provider: str
+) -> None:
+    """The window is taken as stated; with it known, a retry that cannot be smaller than
+    the refused request (or cannot fit at all) is never sent, and the run ends clearly."""
+    loopback.queue(overflow(provider), summary_reply(), text_stream("unused"))
+
+    result = run_chapter_8(run_cli)
+
+    assert result.exit_code == 1
+    assert f"the server states a context window of {STATED_WINDOWS[provider]:,} tokens" in (
+        result.stderr
+    )
+    assert request_kinds(loopback).count("agent") == 1
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "could not be compacted" in line
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("provider", STATING_NO_WINDOW)
 def test_second_overflow_in_a_turn_ends_the_run_without_a_third_request(
     run_cli: RunCli, loopback: LoopbackServer, provider: str
 ) -> None:
@@ -271,7 +299,7 @@ def test_second_overflow_in_a_turn_ends_the_run_without_a_third_request(
 def test_overflow_is_recovered_even_when_the_summary_request_overflows_too(
     run_cli: RunCli, loopback: LoopbackServer
 ) -> None:
-    loopback.queue(overflow("openai"), overflow("openai"), text_stream("done after compacting"))
+    loopback.queue(overflow(NO_WINDOW), overflow(NO_WINDOW), text_stream("done after compacting"))
 
     result = run_chapter_8(run_cli)
 
@@ -289,7 +317,7 @@ def test_overflow_is_recovered_even_when_the_summary_request_overflows_too(
 def test_three_failed_summaries_switch_automatic_summaries_off(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path, third: str
 ) -> None:
-    path = queue_three_failed_summaries(loopback, workspace, third)
+    paths = queue_three_failed_summaries(loopback, workspace, third)
     loopback.queue(text_stream("finished anyway"))
 
     result = run_chapter_8(run_cli)
@@ -297,9 +325,9 @@ def test_three_failed_summaries_switch_automatic_summaries_off(
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "finished anyway"
     assert request_kinds(loopback) == [*CIRCUIT_OPENING_KINDS, "agent"]
-    full = read_file_output(workspace, path)
+    whole = [read_file_output(workspace, path) for path in paths[:3]]
     after_first_failure = tool_contents(loopback.requests[4])
-    assert list(after_first_failure.values()) == [full] * 3  # the cheap-layer history
+    assert list(after_first_failure.values()) == whole  # the cheap-layer history
     stderr_lines = result.stderr.splitlines()
     assert sum("automatic summary failed" in line for line in stderr_lines) == 3
     assert sum("automatic summaries are off" in line for line in stderr_lines) == 1
@@ -309,7 +337,7 @@ def test_with_the_circuit_open_an_overflow_is_recovered_with_an_extractive_summa
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
     queue_three_failed_summaries(loopback, workspace, "length")
-    loopback.queue(overflow("deepseek"), text_stream("recovered"))
+    loopback.queue(overflow(NO_WINDOW), text_stream("recovered"))
 
     result = run_chapter_8(run_cli)
 
@@ -318,7 +346,7 @@ def test_with_the_circuit_open_an_overflow_is_recovered_with_an_extractive_summa
     summary = wire_summary(loopback.requests[-1])
     assert summary["kind"] == "compacted_history"
     assert summary["current_goal"] == "Read the files."
-    assert summary["files_read_or_changed"] == ["large.txt"]
+    assert summary["files_read_or_changed"] == [f"large-{n}.txt" for n in range(1, 7)]
 
 
 # --- inspecting artifacts ----------------------------------------------------------------
@@ -330,7 +358,7 @@ def persist_and_transcribe(run_cli: RunCli, loopback: LoopbackServer, workspace:
     path = write_text_file(workspace, "big.txt", 36_000)
     loopback.queue(
         read_call("read-big", path),
-        overflow("openai"),
+        overflow(NO_WINDOW),
         summary_reply(),
         text_stream("done"),
     )

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conftest import CliRun, RunCli
 from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
@@ -20,26 +23,38 @@ SUMMARY = {
 }
 
 
+def vllm_overflow(window_tokens: int) -> dict[str, Any]:
+    return {"error": {"message": f"This model's maximum context length is {window_tokens} tokens."}}
+
+
 class WindowedModel:
     """A scripted model behind a window: a request whose JSON body is over `window_tokens`
-    (at 4 bytes a token) gets the overflow reply vLLM sends; a summary request (no tools)
-    gets a summary; any other request the next scripted step."""
+    (at 4 bytes a token) gets the overflow reply vLLM sends (or `refusal`'s); a summary
+    request (no tools) gets a summary; any other request the next scripted step."""
 
-    def __init__(self, window_tokens: int, reads: int) -> None:
+    def __init__(
+        self,
+        window_tokens: int,
+        reads: int,
+        refusal: Callable[[int], dict[str, Any]] = vllm_overflow,
+    ) -> None:
         self.window_tokens = window_tokens
+        self.refusal = refusal
         self.steps = [
             tool_stream([(f"call_{n}", "read_file", {"path": f"f{n}.txt"})]) for n in range(reads)
         ]
         self.steps.append(text_stream("All files read."))
         self.overflows = 0
+        self.overflow_at: list[int] = []
+        """How many agent requests had been answered at each overflow."""
         self.agent_requests: list[list[dict[str, Any]]] = []
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         tokens = len(json.dumps(body)) // 4
         if tokens > self.window_tokens:
             self.overflows += 1
-            message = f"This model's maximum context length is {self.window_tokens} tokens."
-            return error_reply(400, {"error": {"message": message}})
+            self.overflow_at.append(len(self.agent_requests))
+            return error_reply(400, self.refusal(self.window_tokens))
         if "tools" not in body:
             return text_stream(json.dumps(SUMMARY), usage=(tokens, 50))
         self.agent_requests.append(body["messages"])
@@ -149,3 +164,41 @@ def test_a_prompt_that_cannot_fit_the_window_stops_the_run_before_any_request(
     assert "latest message alone" in result.stderr
     assert "does not fit the model's context window" in result.stderr
     assert loopback.requests == []
+
+
+# Overflow replies that state the window, as each server words it (issue 16).
+STATING_THE_WINDOW: dict[str, Callable[[int], dict[str, Any]]] = {
+    "vllm": vllm_overflow,
+    "llama.cpp": lambda window: {
+        "error": {
+            "code": 400,
+            "message": f"request ({window + 500} tokens) exceeds the available context size "
+            f"({window} tokens), try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": window + 500,
+            "n_ctx": window,
+        }
+    },
+    "llama-cpp-python": lambda window: {
+        "error": {"message": f"Requested tokens ({window + 500}) exceed context window of {window}"}
+    },
+}
+
+
+@pytest.mark.parametrize("server", STATING_THE_WINDOW)
+def test_without_a_window_set_the_one_an_overflow_states_is_kept_to_from_then_on(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, server: str
+) -> None:
+    """No --context-window and a server that does not say its window until it refuses: the
+    first overflow teaches it, the one retry fits, and no later request is refused."""
+    write_files(workspace, 13, 120)
+    model = WindowedModel(window_tokens=6_000, reads=13, refusal=STATING_THE_WINDOW[server])
+    serve(loopback, model, 80)
+
+    result: CliRun = run_cli("run", "-c", "8", "-y", "-p", "Read f0.txt to f12.txt")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "All files read."
+    assert len(model.agent_requests) == 14
+    assert model.overflows == 1
+    assert "the server states a context window of 6,000 tokens" in result.stderr

@@ -16,10 +16,12 @@ from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 from agent_tutorial.bootstrap import AgentDeps, build_agent
 from agent_tutorial.config import Settings, load_settings
 from agent_tutorial.core.messages import user_message
-from agent_tutorial.core.model import Usage, make_request
+from agent_tutorial.core.model import PromptTooLongError, Usage, make_request
 from agent_tutorial.features.compaction import CompactionSettings
 from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSize
+from agent_tutorial.features.context_window import ContextMeter, WindowFromOverflow
 from agent_tutorial.profiles import profile_for_chapter
+from agent_tutorial.testing import ScriptedModel
 from tests.conftest import TEST_API_KEY, CliRun, RunCli, key_redactor
 from tests.loopback import LoopbackServer, Reply, text_stream
 from tests.loopback_quirks import keepalive_trickle
@@ -416,3 +418,40 @@ def test_chapter_8_calibrates_with_the_numbers_of_its_compaction_table(
         json.dumps(loopback.requests[0]["tools"])
     )
     assert agent.context_meter.calibration.bytes_per_token == pytest.approx(sent / 2_000, rel=0.1)
+
+
+@pytest.mark.parametrize(
+    ("known", "stated", "taken"),
+    [(None, 6_000, True), (6_000, 5_999, True), (6_000, 6_000, False), (6_000, 60_000, False)],
+)
+def test_a_stated_window_is_taken_only_where_it_shrinks_the_known_one(
+    known: int | None, stated: int, taken: bool
+) -> None:
+    meter = ContextMeter(None if known is None else WindowSize.of(known))
+    told: list[int] = []
+    model = WindowFromOverflow(
+        ScriptedModel([PromptTooLongError("too long", window_tokens=stated)]),
+        meter,
+        8_192,
+        on_window=told.append,
+    )
+
+    with pytest.raises(PromptTooLongError):
+        model.complete(make_request([user_message("hi")]))
+
+    assert told == ([stated] if taken else [])
+    assert meter.window is not None
+    assert meter.window.tokens == (stated if taken else known)
+    assert meter.window.output_cap_tokens == min(8_192, meter.window.tokens // 4)
+
+
+def test_an_overflow_that_states_no_window_leaves_it_unknown() -> None:
+    meter = ContextMeter(None)
+    model = WindowFromOverflow(
+        ScriptedModel([PromptTooLongError("too long")]), meter, 8_192, on_window=print
+    )
+
+    with pytest.raises(PromptTooLongError):
+        model.complete(make_request([user_message("hi")]))
+
+    assert meter.window is None

@@ -906,8 +906,11 @@ def test_ch8_three_failed_summaries_switch_automatic_summaries_off(
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "finished anyway"
     assert request_kinds(loopback) == [*CIRCUIT_OPENING_KINDS, "agent"]
-    full = tool_contents(loopback.requests[1])["large-1"]
-    assert list(tool_contents(loopback.requests[4]).values()) == [full] * 3
+    whole = tool_contents(loopback.requests[1])["large-1"]  # each file is as long as this one
+    after_first_failure = tool_contents(loopback.requests[4])
+    assert list(after_first_failure) == ["large-1", "large-2", "large-3"]
+    assert after_first_failure["large-1"] == whole
+    assert {len(content) for content in after_first_failure.values()} == {len(whole)}
     lines = result.stderr.splitlines()
     assert sum("automatic summary failed" in line for line in lines) == 3
     assert sum("automatic summaries are off" in line for line in lines) == 1

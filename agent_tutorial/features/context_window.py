@@ -8,12 +8,18 @@ the latest prompt against it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import orjson
 
 from agent_tutorial.core.messages import ChatMessage
-from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest, ToolSpec
+from agent_tutorial.core.model import (
+    ModelClient,
+    ModelReply,
+    ModelRequest,
+    PromptTooLongError,
+    ToolSpec,
+)
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSize
 
@@ -32,6 +38,14 @@ class ContextMeter:
         if self.window is None:
             return f"≈{tokens:,} tok"
         return f"≈{tokens:,} tok, {tokens / self.window.tokens:.0%} of window"
+
+    def narrow(self, window: WindowSize) -> bool:
+        """Take `window` (one a provider stated) if no window is known or it is smaller
+        than the known one; whether it was taken. A stated window never widens a known one."""
+        if self.window is not None and self.window.tokens <= window.tokens:
+            return False
+        self.window = window
+        return True
 
     def observe(self, request_bytes: int, reply: ModelReply) -> None:
         if reply.usage is not None:
@@ -58,3 +72,34 @@ class MeteredModel:
         reply = self.model.complete(request)
         self.meter.observe(size, reply)
         return reply
+
+
+class WindowFromOverflow:
+    """The model as chapter 8 sees it: a window a provider states in its overflow error
+    (`PromptTooLongError.window_tokens`) is used for the rest of the session as
+    `--context-window` would be, so the loop's one retry after the refusal fits. Only a
+    window smaller than the known one is taken; `on_window` is told when one is. The error
+    goes on to the loop either way."""
+
+    def __init__(
+        self,
+        model: ModelClient,
+        meter: ContextMeter,
+        max_output_tokens: int,
+        on_window: Callable[[int], None],
+    ) -> None:
+        self.model = model
+        self.meter = meter
+        self.max_output_tokens = max_output_tokens
+        self.on_window = on_window
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        try:
+            return self.model.complete(request)
+        except PromptTooLongError as error:
+            stated = error.window_tokens
+            if stated is not None and self.meter.narrow(
+                WindowSize.of(stated, self.max_output_tokens)
+            ):
+                self.on_window(stated)
+            raise

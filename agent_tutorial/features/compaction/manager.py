@@ -129,8 +129,10 @@ class CompactionManager:
         if context_window_tokens is not None:
             settings = replace(settings, context_window_tokens=context_window_tokens)
         self.settings = settings
-        accounting = window_accounting or WindowAccounting(calibration=TokenCalibration(settings))
-        self._budget = accounting.budget(settings.context_window_tokens)
+        self._accounting = window_accounting or WindowAccounting(
+            calibration=TokenCalibration(settings)
+        )
+        self._budget = self._accounting.budget(settings.context_window_tokens)
         self._strategy = strategy_for(settings)
         root = Path(workspace).resolve()
         below = tools_workspace is not None and tools_workspace.resolve() != root
@@ -148,6 +150,13 @@ class CompactionManager:
         self._previewed: _Prepared | None = None
         self.last_request_bytes = 0
         """Bytes of the last request history `prepare` returned."""
+
+    def use_window(self, tokens: int) -> None:
+        """Budget against a window of `tokens` from now on, as if it had been given as
+        `context_window_tokens` (a provider stated it in an overflow error)."""
+        self.settings = replace(self.settings, context_window_tokens=tokens)
+        self._budget = self._accounting.budget(tokens)
+        self._prepared = self._previewed = None  # built for the old budget
 
     @property
     def summary_threshold_bytes(self) -> int:
