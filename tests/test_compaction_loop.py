@@ -137,18 +137,19 @@ def test_the_turn_after_a_recovery_starts_from_its_summary(workspace: Path) -> N
 
 
 def test_bad_summaries_open_the_circuit_and_the_run_still_finishes(workspace: Path) -> None:
-    # Each result is 20,000 bytes and stays inline; three of them exceed the threshold.
+    # Each result is about 20,000 bytes and stays inline; three of them exceed the threshold.
+    # Each call asks for its own size: the same call again would be a stuck call.
     bad_summary = text_reply("Sure! Here is a summary of the conversation.")
     script: list[ScriptedReply] = [
-        emit("c1", 20_000),
-        emit("c2", 20_000),
-        emit("c3", 20_000),
+        emit("c1", 20_001),
+        emit("c2", 20_002),
+        emit("c3", 20_003),
         bad_summary,
-        emit("c4", 20_000),
+        emit("c4", 20_004),
         bad_summary,
-        emit("c5", 20_000),
+        emit("c5", 20_005),
         bad_summary,
-        emit("c6", 20_000),
+        emit("c6", 20_006),
         text_reply("done despite it all"),
     ]
     model = ScriptedModel(script)

@@ -22,6 +22,7 @@ one-line message fit for the user, and `exit_code` is what the command exits wit
     │   ├── ReplyCutOff                the reply was cut off at its output-token cap
     │   ├── ContextOverflowError       the request does not fit, even compacted
     │   ├── PromptBlocked              a UserPromptSubmit hook refused the prompt
+    │   ├── RepeatedCallError          the same call again and again, nothing changed between
     │   └── TurnInterrupted            Ctrl-C during a turn (history stays paired)
     ├── ProcessorError                 (core.loop) a processor failed; the loop pairs it
     │   └── CompactionError            (features.compaction) compaction could not do its work

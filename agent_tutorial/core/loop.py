@@ -49,6 +49,7 @@ from agent_tutorial.core.model import (
     Usage,
     make_request,
 )
+from agent_tutorial.core.repeats import RepeatedCalls
 from agent_tutorial.core.tools import (
     ParsedCall,
     ToolRegistry,
@@ -156,6 +157,10 @@ class PromptBlocked(AgentRunError):
     pass
 
 
+class RepeatedCallError(AgentRunError):
+    """The model kept making the same call with nothing changed in between (`core.repeats`)."""
+
+
 class TurnInterrupted(AgentRunError):
     """Ctrl-C during a turn; history stays paired and the session can go on."""
 
@@ -180,6 +185,11 @@ class _RunningCall:
 
 
 INTERRUPTED_ANSWER = "[interrupted by the user]"
+EMPTY_REPLY_FOLLOW_UP = (
+    "Your last reply was empty. Answer my request now, using the tool results above "
+    "(or call a tool if you still need one)."
+)
+"""Sent once when the model replies with nothing right after tool results."""
 DEFAULT_MAX_TURNS = 100
 """Model calls one prompt may take; `Settings.max_turns` starts from it."""
 
@@ -216,13 +226,16 @@ class AgentRunner:
         self.history: list[ChatMessage] = list(history)  # canonical, append-only
         self._streamed: list[str] = []  # the text of the reply being received
         self._running: _RunningCall | None = None  # the call between its start and finish events
+        self._repeats = RepeatedCalls()
+        self._sent: Sequence[ChatMessage] = self.history  # the request history last sent
 
     def run(self, prompt: str) -> RunResult:
         for guard in self.turn_guards:
             prompt = guard.on_prompt(prompt)
         self._append(user_message(prompt))
+        self._repeats.new_prompt()
         usage = ZERO_USAGE
-        just_forced = False  # a Stop guard may force another turn, never twice in a row
+        just_forced = False  # another turn may be forced, never twice in a row
         for turn in range(1, self.max_turns + 1):
             self.events.emit(TurnStarted(turn))
             reply = self._ask_model()
@@ -230,10 +243,11 @@ class AgentRunner:
             self._append(self._as_recorded(reply.message))
             if reply.message.tool_calls:
                 self._run_tools(reply.message)
+                self._stop_if_stuck()
                 just_forced = False
                 continue
             final_text = reply.message.content or ""
-            follow_up = None if just_forced else self._stop_follow_up(final_text)
+            follow_up = None if just_forced else self._follow_up(final_text)
             if follow_up is None:
                 return RunResult(final_text=final_text, turns=turn, usage=usage)
             just_forced = True
@@ -302,6 +316,7 @@ class AgentRunner:
         ]
         # One tuple, built once: in chapters 1-7 the request is the whole history.
         messages = (*system, *request_history, *guidance)
+        self._sent = request_history
         request = make_request(messages, self.tools.specs(), on_text=self._emit_text)
         return self.model.complete(request)
 
@@ -318,6 +333,7 @@ class AgentRunner:
     def _run_tools(self, message: AssistantMessage) -> None:
         """Run the batch and append its results; Ctrl-C at any point still answers every
         call, so history stays paired and the session can go on."""
+        self._repeats.forget_unseen(self.history, self._sent)
         first_result_at = len(self.history)
         results: list[ToolResult] = []
         try:
@@ -368,10 +384,29 @@ class AgentRunner:
             ToolStarted(call, "" if isinstance(parsed, ToolResult) else parsed.subject)
         )
         running = self._running = _RunningCall(call)
-        result = parsed if isinstance(parsed, ToolResult) else self._guarded_invoke(parsed, running)
+        result = self._repeats.refusal(call) or self._run_parsed(call, parsed, running)
         self._running = None
         self.events.emit(ToolFinished(call, result, running.seconds()))
         return result
+
+    def _run_parsed(
+        self, call: ToolCall, parsed: ParsedCall | ToolResult, running: _RunningCall
+    ) -> ToolResult:
+        """The call's result (the registry's error for one that did not parse), noted as a
+        repeat when the same call already ran with nothing changed since."""
+        if isinstance(parsed, ToolResult):
+            return self._repeats.record(call, parsed, may_change=False)
+        result = self._guarded_invoke(parsed, running)
+        return self._repeats.record(call, result, may_change=parsed.tool.effect != "read")
+
+    def _stop_if_stuck(self) -> None:
+        """After a batch (history is paired), end the turn if a call was made once too often."""
+        stuck = self._repeats.stuck
+        if stuck is not None:
+            raise RepeatedCallError(
+                f"the model made the same call ({stuck.name} {stuck.arguments}) "
+                f"{self._repeats.limit + 1} times with nothing changed in between; stopped"
+            )
 
     def _guarded_invoke(self, parsed: ParsedCall, running: _RunningCall) -> ToolResult:
         for guard in self.guards:
@@ -404,12 +439,15 @@ class AgentRunner:
             return [_processing_error(reason) for _ in results]
         return processed
 
-    def _stop_follow_up(self, final_text: str) -> str | None:
+    def _follow_up(self, final_text: str) -> str | None:
+        """What forces one more turn: a Stop guard's message, or, for an empty reply right
+        after tool results, a request to answer (small models stop there, saying nothing)."""
         for guard in self.turn_guards:
             follow_up = guard.on_stop(final_text)
             if follow_up is not None:
                 return follow_up
-        return None
+        after_results = len(self.history) > 1 and isinstance(self.history[-2], ToolMessage)
+        return EMPTY_REPLY_FOLLOW_UP if after_results and not final_text.strip() else None
 
     def _append(self, message: ChatMessage) -> None:
         self._pairing.append(message)  # a message that would unpair history never enters
