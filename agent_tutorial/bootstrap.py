@@ -87,9 +87,12 @@ from agent_tutorial.model_client import context_window, open_model_client, with_
 from agent_tutorial.profiles import Capability, ChapterProfile
 
 BASE_PROMPT = """\
-You are agent-tutorial, a coding agent working in the user's project at {workspace}.
+You are agent-tutorial, a coding agent working in the user's project.
 Use the tools to inspect the project before you answer; never guess file contents.
 Keep answers short and concrete. When you are done, answer without calling a tool."""
+PROJECT_PROMPT = "The project is at {workspace}; the tools take paths relative to it."
+"""The first per-project line. Everything before it is the same in every project and
+session of a chapter, so a server's prompt cache holds it across them."""
 
 CHAPTER_GUIDANCE = {
     Capability.FILE_TOOLS: "Prefer read_file, glob and grep over shell commands for reading.",
@@ -422,14 +425,17 @@ def _window_accounting(
 
 
 def _system_prompt(agent: Agent, *, subagent: bool = False) -> str:
-    """The base prompt, one line of guidance per capability, the project's instructions
-    (always on) and the skill catalog (loaded on demand)."""
-    parts = [BASE_PROMPT.format(workspace=encodable(str(agent.workspace)))]
+    """The fixed part first: the base prompt and one line of guidance per capability, the
+    same in every project (a local server's prompt cache and a provider's prefix cache keep
+    it across projects and sessions). Then this project's part: where it is, its
+    instructions (always on) and the skill catalog (loaded on demand)."""
+    parts = [BASE_PROMPT]
     parts += [
         text.format(artifacts=_artifacts_shown(agent))
         for capability, text in CHAPTER_GUIDANCE.items()
         if capability in agent.profile and not (subagent and capability in PARENT_ONLY_GUIDANCE)
     ]
+    parts.append(PROJECT_PROMPT.format(workspace=encodable(str(agent.workspace))))
     if agent.instructions is not None:
         parts.append(agent.instructions.prompt_text())
     if agent.skills is not None:
