@@ -30,6 +30,23 @@ def run_tool(workspace: Path, name: str, **arguments: object) -> ToolResult:
     return registry.run(tool_call("call-1", name, orjson.dumps(arguments).decode()))
 
 
+def glob_paths(workspace: Path, **arguments: object) -> str:
+    """The paths glob listed, after checking that its first line counts them right."""
+    result = run_tool(workspace, "glob", **arguments)
+    assert not result.is_error, result.content
+    first, _, listed = result.content.partition("\n")
+    paths = [line for line in listed.split("\n") if not line.startswith("[")]
+    directories = sum(path.endswith("/") for path in paths)
+    files = len(paths) - directories
+    counted = " and ".join(
+        [f"{files} file" + "s" * (files != 1)] * bool(files)
+        + [f"{directories} director" + ("ies" if directories != 1 else "y")] * bool(directories)
+    )
+    if not listed.endswith("narrow the pattern or the path]"):  # all of them are listed
+        assert first == f"{counted} match {arguments['pattern']!r}:"
+    return listed
+
+
 def make_files(workspace: Path, files: dict[str, str]) -> None:
     for name, content in files.items():
         path = workspace / name
@@ -56,44 +73,44 @@ def project(workspace: Path) -> Path:
 
 
 def test_glob_double_star_finds_files_at_every_depth_sorted(project: Path) -> None:
-    result = run_tool(project, "glob", pattern="**/*.py")
+    result = glob_paths(project, pattern="**/*.py")
 
-    assert result.content == "setup.py\nsrc/app/main.py\nsrc/app/util.py"
+    assert result == "setup.py\nsrc/app/main.py\nsrc/app/util.py"
 
 
 def test_glob_single_star_stays_in_one_directory(project: Path) -> None:
-    assert run_tool(project, "glob", pattern="*.py").content == "setup.py"
+    assert glob_paths(project, pattern="*.py") == "setup.py"
 
 
 def test_glob_results_are_workspace_relative_under_a_subdirectory(project: Path) -> None:
-    result = run_tool(project, "glob", pattern="*.py", path="src/app")
+    result = glob_paths(project, pattern="*.py", path="src/app")
 
-    assert result.content == "src/app/main.py\nsrc/app/util.py"
+    assert result == "src/app/main.py\nsrc/app/util.py"
 
 
 def test_glob_marks_directories_with_a_slash(project: Path) -> None:
-    assert run_tool(project, "glob", pattern="src/*").content == "src/app/"
+    assert glob_paths(project, pattern="src/*") == "src/app/"
 
 
 def test_glob_supports_brace_alternatives(project: Path) -> None:
-    result = run_tool(project, "glob", pattern="**/*.{pyi,md}")
+    result = glob_paths(project, pattern="**/*.{pyi,md}")
 
-    assert result.content == "docs/index.md\nsrc/app/types.pyi"
+    assert result == "docs/index.md\nsrc/app/types.pyi"
 
 
 @pytest.mark.parametrize("skipped", sorted(SKIPPED_DIRECTORIES))
 def test_glob_skips_tool_and_cache_directories(workspace: Path, skipped: str) -> None:
     make_files(workspace, {f"{skipped}/inner/mod.py": "", "kept.py": ""})
 
-    assert run_tool(workspace, "glob", pattern="**/*.py").content == "kept.py"
+    assert glob_paths(workspace, pattern="**/*.py") == "kept.py"
 
 
 def test_glob_searches_a_skipped_directory_when_asked_to_explicitly(workspace: Path) -> None:
     make_files(workspace, {".venv/lib/site.py": ""})
 
-    result = run_tool(workspace, "glob", pattern="**/*.py", path=".venv")
+    result = glob_paths(workspace, pattern="**/*.py", path=".venv")
 
-    assert result.content == ".venv/lib/site.py"
+    assert result == ".venv/lib/site.py"
 
 
 def test_glob_bounds_its_results_and_says_how_many_more(workspace: Path) -> None:
@@ -102,18 +119,31 @@ def test_glob_bounds_its_results_and_says_how_many_more(workspace: Path) -> None
 
     lines = run_tool(workspace, "glob", pattern="*.txt").content.split("\n")
 
-    assert len(lines) == GLOB_RESULT_LIMIT + 1
-    assert lines[0] == "f0000.txt"
+    assert len(lines) == 1 + GLOB_RESULT_LIMIT + 1
+    assert lines[0] == f"{GLOB_RESULT_LIMIT + 7} files match '*.txt':"  # all of them counted
+    assert lines[1] == "f0000.txt"
     assert lines[-1] == "[7 more not shown; narrow the pattern or the path]"
+
+
+def test_glob_counts_one_file_and_directories_apart(project: Path) -> None:
+    assert run_tool(project, "glob", pattern="setup.py").content == (
+        "1 file match 'setup.py':\nsetup.py"
+    )
+    assert run_tool(project, "glob", pattern="src/**").content.split("\n")[0] == (
+        "3 files and 1 directory match 'src/**':"
+    )
+    assert run_tool(project, "glob", pattern="*").content.split("\n")[0] == (
+        "1 file and 2 directories match '*':"
+    )
 
 
 def test_glob_lists_symlinks_that_stay_inside_without_entering_them(workspace: Path) -> None:
     make_files(workspace, {"real/a.py": ""})
     (workspace / "alias").symlink_to("real", target_is_directory=True)
 
-    result = run_tool(workspace, "glob", pattern="**/*")
+    result = glob_paths(workspace, pattern="**/*")
 
-    assert result.content == "alias/\nreal/\nreal/a.py"
+    assert result == "alias/\nreal/\nreal/a.py"
 
 
 def test_glob_without_matches_says_so(project: Path) -> None:
@@ -340,9 +370,9 @@ SEARCHED = [".gitignore", "keep.log", "src/.gitignore", "src/app.py"]
 
 
 def test_glob_leaves_out_what_gitignore_ignores(repository: Path) -> None:
-    result = run_tool(repository, "glob", pattern="**/*")
+    result = glob_paths(repository, pattern="**/*")
 
-    assert result.content.splitlines() == [".gitignore", "keep.log", "src/", *SEARCHED[2:]]
+    assert result.splitlines() == [".gitignore", "keep.log", "src/", *SEARCHED[2:]]
 
 
 def test_grep_leaves_out_what_gitignore_ignores(repository: Path) -> None:
@@ -397,11 +427,11 @@ def test_a_gitignore_over_the_read_cap_applies_its_leading_rules(workspace: Path
     )
     assert (workspace / ".gitignore").stat().st_size > MAX_IGNORE_FILE_BYTES
 
-    found = run_tool(workspace, "glob", pattern="**/*")
+    found = glob_paths(workspace, pattern="**/*")
     matches = run_tool(workspace, "grep", pattern="needle")
 
-    assert not found.is_error and not matches.is_error
-    assert found.content.splitlines() == [".gitignore", "notes.txt"]
+    assert not matches.is_error
+    assert found.splitlines() == [".gitignore", "notes.txt"]
     assert matches.content == "notes.txt:1:needle"
 
 

@@ -184,8 +184,8 @@ def search_tools(
         name="glob",
         description=(
             "Find files and directories in the workspace whose path matches a glob. Returns "
-            "sorted workspace-relative paths (directories end in /), at most "
-            f"{GLOB_RESULT_LIMIT}. {_SKIPS} {_ODD_NAMES}"
+            "how many match, then the sorted workspace-relative paths (directories end in "
+            f"/), at most {GLOB_RESULT_LIMIT}. {_SKIPS} {_ODD_NAMES}"
         ),
         input_model=GlobInput,
         handler=partial(_glob, files),
@@ -424,11 +424,26 @@ def _glob(files: Workspace, arguments: GlobInput) -> ToolResult:
         )
     if not found:
         return tool_success(f"No paths match {arguments.pattern!r} in {_place(base)}.")
-    lines = found[:GLOB_RESULT_LIMIT]
+    lines = [f"{_counted(found)} match {arguments.pattern!r}:", *found[:GLOB_RESULT_LIMIT]]
     if len(found) > GLOB_RESULT_LIMIT:
         more = len(found) - GLOB_RESULT_LIMIT
         lines.append(f"[{more} more not shown; narrow the pattern or the path]")
     return tool_success("\n".join(lines))
+
+
+def _counted(found: list[str]) -> str:
+    """How many files and directories were found, first: a small model asked "how many"
+    miscounts a bare list (issue 16 saw it)."""
+    directories = sum(path.endswith("/") for path in found)
+    parts = [
+        _plural(len(found) - directories, "file"),
+        _plural(directories, "directory", "directories"),
+    ]
+    return " and ".join(part for part in parts if not part.startswith("0 "))
+
+
+def _plural(count: int, one: str, many: str = "") -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"
 
 
 @dataclass
