@@ -202,3 +202,24 @@ def test_without_a_window_set_the_one_an_overflow_states_is_kept_to_from_then_on
     assert len(model.agent_requests) == 14
     assert model.overflows == 1
     assert "the server states a context window of 6,000 tokens" in result.stderr
+
+
+@pytest.mark.parametrize("chapter", ["2", "7"])
+def test_before_chapter_8_a_stated_window_changes_nothing_and_the_overflow_ends_the_run(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, chapter: str
+) -> None:
+    """No compaction, so nothing can be made to fit: the first overflow ends the run with
+    its clear error, and no request follows it."""
+    write_files(workspace, 13, 120)
+    model = WindowedModel(window_tokens=6_000, reads=13, refusal=STATING_THE_WINDOW["llama.cpp"])
+    serve(loopback, model, 80)
+
+    result: CliRun = run_cli("run", "-c", chapter, "-y", "-p", "Read f0.txt to f12.txt")
+
+    assert result.exit_code == 1
+    assert model.overflows == 1
+    assert len(loopback.requests) == len(model.agent_requests) + 1  # the refused one last
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "does not fit the model's context window" in line
+    assert "states a context window" not in result.stderr
+    assert "Traceback" not in result.stderr

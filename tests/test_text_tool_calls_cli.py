@@ -20,6 +20,7 @@ from tests.terminal import Terminal
 from tests.test_text_calls import SHAPES
 
 ANSWER = "There are two Python files."
+READ_A = '{"name": "read_file", "arguments": {"path": "a.py"}}'
 
 
 def python_files(workspace: Path) -> None:
@@ -72,6 +73,34 @@ def test_prose_before_the_call_is_kept_and_the_call_text_is_not(
     assistant = loopback.requests[1]["messages"][-2]
     assert assistant["content"] == "Let me look."
     assert json.loads(result.stdout)["tool_calls"] == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{SHAPES['bare']}\n{READ_A}",
+        f"<tool_call>\n{SHAPES['bare']}\n</tool_call>\n<tool_call>\n{READ_A}\n</tool_call>",
+        f"I will list them, then read one.\n```json\n{SHAPES['bare']}\n{READ_A}\n```",
+    ],
+    ids=["bare", "tags", "prose then a fence"],
+)
+def test_several_calls_in_one_reply_all_run_in_order(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, text: str
+) -> None:
+    python_files(workspace)
+    loopback.queue(text_stream(text, pieces=5), text_stream(ANSWER))
+
+    result = run_cli("run", "-c", "2", "-p", "How many?", "--output-format", "json")
+
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["result"] == ANSWER
+    assert [call["function"]["name"] for call in recorded_calls(loopback.requests[1])] == [
+        "glob",
+        "read_file",
+    ]
+    glob_result, read_result = tool_messages(loopback.requests[1])
+    assert "a.py" in glob_result["content"]
+    assert "print('a')" in read_result["content"]
 
 
 def test_the_notice_is_said_once_a_session_and_in_stream_json(
