@@ -317,7 +317,7 @@ def test_grep_and_glob_reach_the_artifacts_above_by_absolute_path(
     results = tool_contents(loopback.requests[1])
     assert results == {
         "grep": f"{artifacts}/tool-result-abc.txt:1:needle here",
-        "glob": f"{artifacts}/tool-result-abc.txt",
+        "glob": f"1 file match '*.txt':\n{artifacts}/tool-result-abc.txt",
     }
 
 
