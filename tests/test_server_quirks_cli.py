@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from agent_tutorial.features.compaction import SUMMARY_SYSTEM_PROMPT
 from tests.conftest import CliRun, RunCli
@@ -37,12 +38,23 @@ def test_a_chapter_2_tool_round_trip_works_with_the_llama_cpp_python_quirks(
     assert_every_request_fits_strict_servers(loopback)
 
 
+def overflow_stating_no_window() -> tuple[int, dict[str, Any]]:
+    """llama-cpp-python's overflow reply without the sentence that states its window. With a
+    window stated, the agent keeps to it (issue 16), and a request as small as this one is
+    then known not to be made to fit by compacting (test_chapter8_cli pins that); here the
+    point is the empty stream and the fenced summary."""
+    status, body = OVERFLOW_REPLIES["llama-cpp-python"]
+    error = dict(body["error"])
+    error["message"] = "Please reduce the length of the messages or completion."
+    return status, {"error": error}
+
+
 def test_a_chapter_8_overflow_sent_as_an_empty_stream_is_compacted_and_the_run_finishes(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
     llama_cpp_python_reading_notes(loopback, workspace)
     loopback.queue(
-        error_reply(*OVERFLOW_REPLIES["llama-cpp-python"]),  # sent as an empty stream
+        error_reply(*overflow_stating_no_window()),  # sent as an empty stream
         text_stream(f"```json\n{json.dumps(SUMMARY, indent=2)}\n```"),  # a small model's fence
         text_stream("done after compacting"),
     )
