@@ -184,8 +184,8 @@ def search_tools(
         name="glob",
         description=(
             "Find files and directories in the workspace whose path matches a glob. Returns "
-            "how many match, then the sorted workspace-relative paths (directories end in "
-            f"/), at most {GLOB_RESULT_LIMIT}. {_SKIPS} {_ODD_NAMES}"
+            "a count, then sorted workspace-relative paths (directories end in /), at most "
+            f"{GLOB_RESULT_LIMIT}. {_SKIPS} {_ODD_NAMES}"
         ),
         input_model=GlobInput,
         handler=partial(_glob, files),
