@@ -31,9 +31,9 @@ this format, and write nothing after it:
 <tool_call>
 {"name": "TOOL_NAME", "arguments": {ARGUMENTS AS A JSON OBJECT}}
 </tool_call>
-To call several tools at once, write one <tool_call> block after another. Each result \
-comes back in the next user message, inside <tool_result> tags. When you have what you \
-need, answer the user without a tool call.
+To call several tools at once, write one <tool_call> block after another. A tool's \
+result comes back in the next message: never write a result yourself. When you have what \
+you need, answer the user without a tool call.
 
 The tools (name, description and JSON-schema parameters):
 <tools>
