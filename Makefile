@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint demo bench clean lesson lesson-diff mutate
+.PHONY: install test test-real lint demo bench clean lesson lesson-diff mutate
 
 install: $(STAMP)
 
@@ -16,6 +16,17 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Six real tasks against a real model on a real server (opt-in; never part of `make test` or
+# CI): each test skips when no server answers at REAL_BASE_URL (default
+# http://127.0.0.1:18080/v1, what ../shared/real-model/serve.sh starts). Slow: a task can take
+# minutes on two cores. `make test-real CHAPTER=8 TOOL_CALLS=text RESULTS=dir`; the other
+# knobs are in tests_real/conftest.py.
+CHAPTER ?= 2
+TOOL_CALLS ?= auto
+test-real: $(STAMP)
+	REAL_CHAPTER=$(CHAPTER) REAL_TOOL_CALLS=$(TOOL_CALLS) REAL_RESULTS=$(RESULTS) \
+		$(BIN)/python -m pytest tests_real -p no:cacheprovider --timeout=0 -rs
 
 # Mutation testing of the decision modules (not part of `make test`; 9-14 minutes on two
 # shared cores). What is mutated and which tests run: [tool.mutmut] in pyproject.toml; the score,
