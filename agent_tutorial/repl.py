@@ -3,6 +3,7 @@ toolbar showing how full the context is, around one `Conversation`.
 
 Enter submits; Alt+Enter (or Esc then Enter) inserts a newline. Ctrl-C cancels the running
 turn (history stays paired); Ctrl-C twice at an empty prompt, Ctrl-D or /exit leaves.
+A large paste shows as a placeholder until it is sent (`pastes.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.output import Output
 from rich.table import Table
 from rich.text import Text
@@ -37,6 +38,7 @@ from agent_tutorial.features.compaction.budget import WindowSize
 from agent_tutorial.features.project_instructions import ProjectInstructions
 from agent_tutorial.features.sessions import SessionError, find_session, list_sessions
 from agent_tutorial.features.todos import render_plan
+from agent_tutorial.pastes import CollapsedPastes, SentPromptHistory, paste_bindings
 from agent_tutorial.render import (
     TerminalRenderer,
     artifact_table,
@@ -159,9 +161,10 @@ class Repl:
         self.resume_command = resume_command
         """The farewell's command up to `-c N --resume ID`, as the user ran this one."""
         self._history_size = RunningHistorySize()
+        self._pastes = CollapsedPastes()
         self.session: PromptSession[str] = PromptSession(
-            history=_history(conversation.setup.root),
-            key_bindings=key_bindings(),
+            history=SentPromptHistory(_history(conversation.setup.root), self._pastes.expand),
+            key_bindings=merge_key_bindings([key_bindings(), paste_bindings(self._pastes)]),
             completer=SlashCompleter(),
             complete_while_typing=True,
             bottom_toolbar=self.toolbar,
@@ -196,7 +199,7 @@ class Repl:
         interrupted_once = False
         while True:
             try:
-                text = self.session.prompt(PROMPT)
+                text = self._pastes.send(self.session.prompt(PROMPT))
             except KeyboardInterrupt:
                 if termination_exit_code() is not None:
                     return EXIT_INTERRUPTED  # SIGTERM or SIGHUP: the caller reports it

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
+from prompt_toolkit.history import FileHistory
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
@@ -23,6 +24,12 @@ from agent_tutorial.conversation import Conversation
 from agent_tutorial.core.messages import ChatMessage, assistant_message, user_message
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.sessions import list_sessions, load_session
+from agent_tutorial.pastes import (
+    COLLAPSE_CHARS,
+    COLLAPSE_LINES,
+    CollapsedPastes,
+    SentPromptHistory,
+)
 from agent_tutorial.render import TerminalRenderer, format_bytes
 from agent_tutorial.repl import (
     SLASH_COMMANDS,
@@ -786,3 +793,125 @@ def test_with_a_small_window_a_smaller_paste_gets_the_warning(
 
     assert loopback.requests == []
     assert f"over the {format_bytes(threshold)} summary threshold" in harness.err_text()
+
+
+BACKSPACE, DELETE, LEFT, HOME = "\x7f", "\x1b[3~", "\x1b[D", "\x01"
+
+
+def pasted(text: str) -> str:
+    return PASTE_START + text + PASTE_END
+
+
+def lines_of(count: int, word: str = "row") -> str:
+    return "".join(f"{word} {n}\n" for n in range(count))
+
+
+@pytest.mark.parametrize(
+    ("paste", "placeholder"),
+    [
+        (lines_of(11), "[pasted 11 lines, 67 B]"),
+        ("x" * (COLLAPSE_CHARS + 1), "[pasted 1 line, 1001 B]"),
+        (lines_of(800, "line of a long log") + "tail", "[pasted 801 lines, 17.9 KB]"),
+    ],
+)
+def test_a_paste_over_the_limits_shows_as_a_placeholder(paste: str, placeholder: str) -> None:
+    assert CollapsedPastes().paste(paste) == placeholder
+
+
+@pytest.mark.parametrize("paste", [lines_of(COLLAPSE_LINES), "x" * COLLAPSE_CHARS, "one\r\ntwo"])
+def test_a_paste_within_the_limits_stays_in_the_editor_as_it_is(paste: str) -> None:
+    assert CollapsedPastes().paste(paste) == paste.replace("\r\n", "\n")
+
+
+def test_the_same_paste_twice_shares_a_placeholder_and_a_different_one_is_numbered() -> None:
+    pastes = CollapsedPastes()
+    first, again = pastes.paste(lines_of(11)), pastes.paste(lines_of(11))
+
+    other = pastes.paste(lines_of(11, "cow"))
+
+    assert first == again == "[pasted 11 lines, 67 B]"
+    assert other == "[pasted 11 lines, 67 B #2]"
+    assert pastes.send(f"{first} vs {other}") == f"{lines_of(11)} vs {lines_of(11, 'cow')}"
+
+
+def test_a_collapsed_paste_is_sent_whole_with_the_text_around_it(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl(chapter=2)
+    paste = lines_of(800, "log line")
+
+    harness.drive("summarise " + pasted(paste) + " please")
+
+    assert user_contents(loopback.requests[0]) == [f"summarise {paste} please"]
+
+
+def test_two_pastes_in_one_prompt_are_both_sent_in_place(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl(chapter=2)
+    before, after = lines_of(20, "old"), lines_of(20, "new")
+
+    harness.drive("compare " + pasted(before) + " with " + pasted(after))
+
+    assert user_contents(loopback.requests[0]) == [f"compare {before} with {after}".strip()]
+
+
+def test_backspace_after_a_placeholder_removes_the_whole_paste(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl(chapter=2)
+
+    harness.drive("look " + pasted(lines_of(50)) + BACKSPACE + "again")
+
+    assert user_contents(loopback.requests[0]) == ["look again"]
+
+
+def test_delete_before_a_placeholder_removes_the_whole_paste(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl(chapter=2)
+
+    harness.drive(pasted(lines_of(50)) + " end" + HOME + DELETE)
+
+    assert user_contents(loopback.requests[0]) == ["end"]
+
+
+def test_a_placeholder_typed_into_is_sent_as_typed(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl(chapter=2)
+
+    harness.drive(pasted(lines_of(50)) + LEFT + "!")
+
+    assert user_contents(loopback.requests[0]) == ["[pasted 50 lines, 340 B!]"]
+
+
+def test_ctrl_c_on_a_collapsed_paste_discards_it_and_the_repl_stays(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream("ok"))
+    harness = make_repl(chapter=2)
+
+    harness.drive(then=pasted(lines_of(50)) + CTRL_C + "next" + ENTER + "/exit" + ENTER)
+
+    assert user_contents(loopback.requests[0]) == ["next"]
+    assert "press Ctrl-C again" not in harness.err_text()
+
+
+def test_history_remembers_a_paste_collapsed_and_stores_it_whole(tmp_path: Path) -> None:
+    pastes = CollapsedPastes()
+    placeholder = pastes.paste(lines_of(30))
+    prompt = f"see {placeholder}"
+    history = SentPromptHistory(FileHistory(str(tmp_path / "history")), pastes.expand)
+
+    history.append_string(prompt)
+    sent = pastes.send(prompt)
+
+    assert history.get_strings() == [prompt]  # what Up brings back this session
+    assert sent == f"see {lines_of(30)}"
+    assert list(FileHistory(str(tmp_path / "history")).load_history_strings()) == [sent]
