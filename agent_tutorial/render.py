@@ -186,13 +186,14 @@ class TerminalRenderer:
         elif isinstance(event, PermissionDecided):
             self._permission(event, depth)
 
-    def close(self) -> None:
-        """The run is over: stop any live display and print the run's compaction totals."""
+    def close(self, *, totals: bool = True) -> None:
+        """The run is over: stop any live display and print the run's compaction totals
+        (with `totals=False` forget them: /compact's one step says it all)."""
         self._stop_waiting()
         self._end_stream()
-        if self._run_compaction:
+        if self._run_compaction and totals:
             self._activity(compaction_totals_line(self._run_compaction), 0)
-            self._run_compaction = {}
+        self._run_compaction = {}
 
     def _compaction(self, event: CompactionApplied, depth: int) -> None:
         """snip and micro act on most tool rounds of a long session: each shows its first
@@ -334,11 +335,11 @@ def _subject_from_arguments(arguments: str) -> str:
 
 
 @contextmanager
-def rendering(renderer: TerminalRenderer) -> Iterator[TerminalRenderer]:
+def rendering(renderer: TerminalRenderer, *, totals: bool = True) -> Iterator[TerminalRenderer]:
     try:
         yield renderer
     finally:
-        renderer.close()
+        renderer.close(totals=totals)
 
 
 def artifact_table(artifacts: Sequence[ArtifactInfo]) -> Table:

@@ -20,7 +20,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
-from prompt_toolkit.output import Output
+from prompt_toolkit.output import ColorDepth, Output
 from rich.table import Table
 from rich.text import Text
 
@@ -162,6 +162,8 @@ class Repl:
         """The farewell's command up to `-c N --resume ID`, as the user ran this one."""
         self._history_size = RunningHistorySize()
         self._pastes = CollapsedPastes()
+        # --no-color (or NO_COLOR) made the consoles plain; the prompt and toolbar follow.
+        color_depth = ColorDepth.DEPTH_1_BIT if self.err.no_color else None
         self.session: PromptSession[str] = PromptSession(
             history=SentPromptHistory(_history(conversation.setup.root), self._pastes.expand),
             key_bindings=merge_key_bindings([key_bindings(), paste_bindings(self._pastes)]),
@@ -169,11 +171,14 @@ class Repl:
             complete_while_typing=True,
             bottom_toolbar=self.toolbar,
             prompt_continuation=CONTINUATION,
+            color_depth=color_depth,
             input=input,
             output=output,
         )
         # A separate session: a yes/no answer is not a prompt to remember or complete.
-        self._confirmation: PromptSession[str] = PromptSession(input=input, output=output)
+        self._confirmation: PromptSession[str] = PromptSession(
+            color_depth=color_depth, input=input, output=output
+        )
         self._commands: dict[str, Callable[[str], bool]] = {
             "/help": self._help,
             "/context": self._context,
@@ -381,16 +386,14 @@ class Repl:
             self.err.print("nothing to compact yet", style="yellow")
             return True
         try:
-            with rendering(self.renderer):  # its totals end with it, not with the next turn
-                outcome = self.conversation.compact(focus or None)
+            # One line: the summary step's own (sizes and transcript), no totals after it.
+            with rendering(self.renderer, totals=False):
+                self.conversation.compact(focus or None)
         except KeyboardInterrupt:  # the summary request can take a while; nothing changed
             self.err.print("compaction interrupted; the conversation goes on", style="yellow")
             return True
         except AgentTutorialError as error:  # compaction, the session or the model failed
             self.err.print(error_line(str(error), "compact failed"))
-            return True
-        transcript = outcome.transcript.relative_path
-        self.err.print(Text(f"compacted; transcript {transcript}", style="magenta"))
         return True
 
     def _todos(self, _argument: str) -> bool:

@@ -45,3 +45,32 @@ def test_a_large_paste_shows_as_one_placeholder_line_and_is_sent_whole(
     assert "line 1 of" not in terminal.text()  # the pasted lines never reach the screen
     assert user_contents(loopback.requests[0]) == [f"see {LOG}".strip()]
     assert user_contents(loopback.requests[1])[-1] == f"see {LOG}".strip()
+
+
+def colours_of(terminal: Terminal, row: int, text: str) -> set[str]:
+    """The foreground colours the screen shows `text` in, on `row` (-1: the last)."""
+    line = terminal.screen.buffer[row % terminal.screen.lines]
+    shown = "".join(line[x].data for x in range(terminal.screen.columns))
+    start = shown.index(text)
+    return {line[x].fg for x in range(start, start + len(text))}
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "plain"),
+    [
+        ((), {}, False),
+        (("--no-color",), {}, True),
+        ((), {"NO_COLOR": "1"}, True),
+    ],
+)
+def test_no_color_makes_the_prompt_and_the_toolbar_plain(
+    make_terminal: MakeTerminal, flags: tuple[str, ...], env: dict[str, str], plain: bool
+) -> None:
+    terminal = make_terminal("run", "--chapter", "8", *flags, env=env)
+    terminal.wait_for(lambda: "of summary" in terminal.lines()[-1], "the toolbar")
+    terminal.wait_for_prompt()
+
+    prompt = colours_of(terminal, terminal.screen.cursor.y, "›")
+    share = colours_of(terminal, -1, "0% of summary")
+
+    assert (prompt, share) == (({"default"}, {"default"}) if plain else ({"cyan"}, {"green"}))
