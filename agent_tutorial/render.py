@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.status import Status
 from rich.table import Table
 from rich.text import Text
@@ -36,9 +36,10 @@ from agent_tutorial.core.text import printable
 from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.artifact_catalog import ArtifactInfo
 from agent_tutorial.features.sessions import DamagedLine, SessionInfo
+from agent_tutorial.layout import shorten_at_word, wrap_keeping_units
 
 SUBJECT_WIDTH = 60
-MIN_SUBJECT_WIDTH = 12  # below this a subject says too little; the line may wrap
+MIN_SUBJECT_WIDTH = 12  # below this a subject says too little: it is left out
 ROUTINE_LAYERS = frozenset({"snip", "micro"})
 LAYER_ORDER = ("persist", "snip", "micro", "summary", "reactive")
 NOTICE_STYLES = {"info": "cyan", "warning": "yellow", "error": "bold red"}
@@ -77,18 +78,22 @@ def tool_line(
 ) -> Text:
     """`• read_file README.md  2.1 KB  0.01s` or `✗ bash make  Error [timeout]  sandboxed  120.0s`
     (a command confined by the sandbox says so). With a `width`, the subject is shortened so
-    the line fits it instead of wrapping."""
+    the line fits it instead of wrapping; too narrow for a useful part of it (40 columns),
+    the time goes first, then the subject."""
     line = Text()
     line.append("✗ " if result.is_error else "• ", style="red" if result.is_error else "green")
     line.append(printable(name), style="bold")
     tail = _tool_outcome(result, seconds)
+    least = MIN_SUBJECT_WIDTH + 1 if subject else 0
+    if width is not None and len(line) + least + len(tail) > width:
+        tail = _tool_outcome(result, None)
     room = SUBJECT_WIDTH if width is None else width - len(line) - len(tail) - 1
-    if subject:
-        line.append(f" {shorten(subject, max(min(room, SUBJECT_WIDTH), MIN_SUBJECT_WIDTH))}")
+    if subject and room >= MIN_SUBJECT_WIDTH:
+        line.append(f" {shorten(subject, min(room, SUBJECT_WIDTH))}")
     return line + tail
 
 
-def _tool_outcome(result: ToolResult, seconds: float) -> Text:
+def _tool_outcome(result: ToolResult, seconds: float | None) -> Text:
     """What a finished call produced: its size or error, redactions, and its time."""
     tail = Text()
     outcome = (
@@ -102,7 +107,8 @@ def _tool_outcome(result: ToolResult, seconds: float) -> Text:
         tail.append(f"  {result.redactions} {secrets} redacted", style="yellow")
     if result.sandboxed:
         tail.append("  sandboxed", style="dim")
-    tail.append(f"  {seconds:.2f}s", style="dim")
+    if seconds is not None:
+        tail.append(f"  {seconds:.2f}s", style="dim")
     return tail
 
 
@@ -284,13 +290,17 @@ def error_line(message: str, label: str = "error") -> Text:
 
 def compaction_totals_line(totals: dict[str, list[int]]) -> Text:
     """`⚙ compaction this run: snip 10×, micro 46×; 96.4 KB saved (-v shows every step)`."""
-    known = {layer: place for place, layer in enumerate(LAYER_ORDER)}
-    layers = sorted(totals, key=lambda layer: known.get(layer, len(known)))
-    steps = ", ".join(f"{layer} {totals[layer][0]}×" for layer in layers)
+    steps = ", ".join(f"{layer} {totals[layer][0]}×" for layer in in_layer_order(totals))
     saved = format_bytes(sum(saved for _, saved in totals.values()))
     line = Text(f"⚙ compaction this run: {steps}; {saved} saved", style="magenta")
     line.append(" (-v shows every step)", style="dim")
     return line
+
+
+def in_layer_order(layers: Iterable[str]) -> list[str]:
+    """Compaction layers in the order they act (persist, snip, micro, summary, reactive)."""
+    known = {layer: place for place, layer in enumerate(LAYER_ORDER)}
+    return sorted(layers, key=lambda layer: known.get(layer, len(known)))
 
 
 # Markdown (with markdown-it and pygments behind it) is for the REPL only; a one-shot run
@@ -342,19 +352,48 @@ def rendering(renderer: TerminalRenderer, *, totals: bool = True) -> Iterator[Te
         renderer.close(totals=totals)
 
 
-def artifact_table(artifacts: Sequence[ArtifactInfo]) -> Table:
-    table = Table(box=None, header_style="bold")
-    # The id is what `artifacts show` takes: never cut it with an ellipsis, even when the
-    # terminal is narrow; the other columns wrap instead.
-    id_width = max((len(info.id) for info in artifacts), default=2)
-    table.add_column("kind")
-    table.add_column("id", no_wrap=True, min_width=id_width)
-    table.add_column("size", justify="right")
-    table.add_column("time")
-    for info in artifacts:
-        stamp = datetime.fromtimestamp(info.modified).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(info.kind, Text(printable(info.id)), format_bytes(info.size), stamp)
-    return table
+def artifact_table(artifacts: Sequence[ArtifactInfo]) -> ArtifactTable:
+    return ArtifactTable(artifacts)
+
+
+class ArtifactTable:
+    """Artifacts, one line each: kind, id, size and time. The id is what `artifacts show`
+    takes, so it is never shortened; narrower than a line (40 columns) each artifact takes
+    two, the id alone on the second."""
+
+    def __init__(self, artifacts: Sequence[ArtifactInfo]) -> None:
+        self.artifacts = artifacts
+        self.id_width = max((len(printable(info.id)) for info in artifacts), default=2)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths = (11, self.id_width, 9, 19)
+        if options.no_wrap or sum(widths) + 2 * 3 <= options.max_width:
+            yield self._wide(widths)
+        else:
+            yield self._narrow()
+
+    def _wide(self, widths: tuple[int, int, int, int]) -> Text:
+        kind, id_, size, _ = widths
+        table = Text(f"{'kind':<{kind}}  {'id':<{id_}}  {'size':>{size}}  time\n", style="bold")
+        for info in self.artifacts:
+            table.append(f"{info.kind:<{kind}}  ")
+            table.append(f"{printable(info.id):<{id_}}", style="bold")
+            table.append(f"  {format_bytes(info.size):>{size}}  {_stamp(info, seconds=True)}\n")
+        table.rstrip()
+        return table
+
+    def _narrow(self) -> Text:
+        table = Text()
+        for info in self.artifacts:
+            table.append(f"{info.kind}  {format_bytes(info.size)}  {_stamp(info)}\n  ")
+            table.append(f"{printable(info.id)}\n", style="bold")
+        table.rstrip()
+        return table
+
+
+def _stamp(info: ArtifactInfo, *, seconds: bool = False) -> str:
+    pattern = "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
+    return datetime.fromtimestamp(info.modified).strftime(pattern)
 
 
 def transcript_records(data: bytes) -> list[dict[str, Any] | str]:
@@ -401,39 +440,98 @@ def _message_text(record: dict[str, Any]) -> str:
 
 def session_table(
     sessions: Sequence[SessionInfo], problems: Sequence[str | None] | None = None
-) -> Text:
-    """Sessions as their header lines describe them, one line each; a damaged header shows
+) -> SessionTable:
+    return SessionTable(sessions, problems)
+
+
+SESSION_COLUMNS = (("id", 8), ("started", 16), ("chapter", 7), ("size", 9))
+CHECK_COLUMN = ("check", 7)
+MIN_PROMPT_WIDTH = 20
+"""Narrower than this, the prompt moves to a line of its own under the session."""
+
+
+class SessionTable:
+    """Sessions as their header lines describe them, newest first; a damaged header shows
     its problem instead of a prompt. `problems` (from `sessions list --check`) adds a check
-    column. Plain aligned text rather than a rich `Table`, which takes seconds to lay out
-    a thousand rows."""
-    columns = ["id", "started", "chapter", "size"] + (["check"] if problems is not None else [])
-    widths = [8, 16, 7, 9, 7]
-    table = Text()
-    table.append(_cells(columns, widths) + "first prompt\n", style="bold")
-    for index, info in enumerate(sessions):
-        cells = [
+    column. Aligned text rather than a rich `Table`, which takes seconds to lay out a
+    thousand rows.
+
+    To a pipe, one whole line per session. On a terminal the first prompt is shortened to
+    fit at a word (a problem wraps instead); narrower than the columns and a useful part
+    of a prompt (40 columns), each session takes two lines: id, start and size, then the
+    chapter and the prompt."""
+
+    def __init__(
+        self, sessions: Sequence[SessionInfo], problems: Sequence[str | None] | None
+    ) -> None:
+        self.sessions = sessions
+        self.problems = problems
+        self.columns = [*SESSION_COLUMNS, *([CHECK_COLUMN] if problems is not None else [])]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        fixed = sum(width + 2 for _, width in self.columns)
+        if options.no_wrap:
+            yield self._wide(None)
+        elif options.max_width - fixed >= MIN_PROMPT_WIDTH:
+            yield self._wide(options.max_width - fixed)
+        else:
+            yield self._narrow(options.max_width)
+
+    def _wide(self, prompt_width: int | None) -> Text:
+        names, widths = zip(*self.columns, strict=True)
+        table = Text(_cells(names, widths) + "first prompt\n", style="bold")
+        for index, info in enumerate(self.sessions):
+            table.append(_cells(self._cells(info), widths))
+            table.append_text(self._check(index, widths[-1]))
+            indent = " " * sum(width + 2 for width in widths)
+            table.append_text(_prompt_cell(info, prompt_width, indent))
+            table.append("\n")
+        table.rstrip()
+        return table
+
+    def _narrow(self, width: int) -> Text:
+        table = Text()
+        for index, info in enumerate(self.sessions):
+            started, chapter, size = self._cells(info)[1:]
+            table.append(f"{info.session_id}  {started}  {size}\n")
+            line = Text(f"  ch{chapter} · ")
+            line.append_text(self._check(index, None))
+            table.append_text(line + _prompt_cell(info, width - len(line.plain), "  "))
+            table.append("\n")
+        table.rstrip()
+        return table
+
+    def _cells(self, info: SessionInfo) -> list[str]:
+        return [
             info.session_id,
             info.started.astimezone().strftime("%Y-%m-%d %H:%M"),
             "?" if info.chapter is None else str(info.chapter),
             format_bytes(info.size_bytes),
         ]
-        table.append(_cells(cells, widths))
-        if problems is not None:  # the problems themselves are printed in full below
-            ok = problems[index] is None
-            table.append(_cells(["ok" if ok else "damaged"], widths[4:]), "green" if ok else "red")
-        table.append_text(_prompt_cell(info))
-        table.append("\n")
-    table.rstrip()
-    return table
+
+    def _check(self, index: int, width: int | None) -> Text:
+        """`ok` or `damaged` under --check (its problem is printed in full below)."""
+        if self.problems is None:
+            return Text()
+        ok = self.problems[index] is None
+        word = "ok" if ok else "damaged"
+        cell = f"{word:<{width}}  " if width is not None else f"{word} · "
+        return Text(cell, style="green" if ok else "red")
 
 
 def _cells(values: Sequence[str], widths: Sequence[int]) -> str:
     return "".join(f"{value:<{width}}  " for value, width in zip(values, widths, strict=False))
 
 
-def _prompt_cell(info: SessionInfo) -> Text:
+def _prompt_cell(info: SessionInfo, width: int | None, indent: str) -> Text:
+    """The first prompt, shortened at a word to `width`; a damaged file's problem, wrapped
+    at `width` with later lines after `indent`."""
     if info.problem is not None:
-        return Text(f"damaged: {printable(info.problem)}", style="red")
+        problem = Text(f"damaged: {printable(info.problem)}", style="red")
+        if width is None:
+            return problem
+        return Text("\n" + indent).join(wrap_keeping_units(problem, width))
     if info.first_prompt is None:
         return Text("(a long prompt)" if info.has_prompt else "(no prompt)", style="dim")
-    return Text(printable(info.first_prompt))
+    prompt = printable(info.first_prompt)
+    return Text(prompt if width is None else shorten_at_word(prompt, width))

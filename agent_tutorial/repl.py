@@ -38,12 +38,14 @@ from agent_tutorial.features.compaction.budget import WindowSize
 from agent_tutorial.features.project_instructions import ProjectInstructions
 from agent_tutorial.features.sessions import SessionError, find_session, list_sessions
 from agent_tutorial.features.todos import render_plan
+from agent_tutorial.layout import KeepUnits, Trimmed
 from agent_tutorial.pastes import CollapsedPastes, SentPromptHistory, paste_bindings
 from agent_tutorial.render import (
     TerminalRenderer,
     artifact_table,
     error_line,
     format_bytes,
+    in_layer_order,
     rendering,
     session_table,
     shorten,
@@ -290,9 +292,9 @@ class Repl:
         if agent.compaction is not None:
             share = _share(request_bytes, agent.compaction.summary_threshold_bytes)
             parts.append(ToolbarPart(f"{share:.0%} of summary", _fill_style(share), keep=7))
+            layers = self.summary.compaction
             counts = " ".join(
-                f"{layer} {stats['events']}"
-                for layer, stats in sorted(self.summary.compaction.items())
+                f"{layer} {layers[layer]['events']}" for layer in in_layer_order(layers)
             )
             if counts:
                 parts.append(ToolbarPart(counts, keep=1))
@@ -334,52 +336,58 @@ class Repl:
         return True
 
     def _context(self, _argument: str) -> bool:
-        self.out.print(self._context_table())
+        self.out.print(Trimmed(self._context_table()))
         return True
 
     def _context_table(self) -> Table:
         agent = self.conversation.agent
         history = agent.runner.history
-        table = Table(title="context", box=None, show_header=False, title_justify="left")
-        table.add_column(style="bold")
-        table.add_column()
-        table.add_row("workspace", printable(str(agent.workspace)))
-        table.add_row("project root", printable(_project_root_text(agent)))
-        table.add_row(
-            "canonical history",
-            f"{len(history)} messages, {format_bytes(self._history_size.of(history))}",
-        )
+        rows = [
+            ("workspace", printable(str(agent.workspace))),
+            ("project root", printable(_project_root_text(agent))),
+            (
+                "canonical history",
+                f"{len(history)} messages, {format_bytes(self._history_size.of(history))}",
+            ),
+        ]
         request_bytes = self._next_request_bytes()
-        table.add_row("next request", f"{format_bytes(request_bytes)} of history")
-        table.add_row("context window", _window_text(agent.context_meter.window))
+        rows.append(("next request", f"{format_bytes(request_bytes)} of history"))
+        rows.append(("context window", _window_text(agent.context_meter.window)))
         if agent.compaction is not None:
             threshold = agent.compaction.summary_threshold_bytes
             share = _share(request_bytes, threshold)
-            table.add_row("summary threshold", f"{format_bytes(threshold)} ({share:.0%} used)")
-            self._add_compaction_rows(table)
+            rows.append(("summary threshold", f"{format_bytes(threshold)} ({share:.0%} used)"))
+            rows += self._compaction_rows()
         artifacts = list_artifacts(self.conversation.setup.root)
         stored = format_bytes(sum(info.size for info in artifacts))
-        table.add_row("artifacts", f"{len(artifacts)} file(s), {stored}")
+        rows.append(("artifacts", f"{len(artifacts)} file(s), {stored}"))
         if agent.reads_instructions:
-            table.add_row("project instructions", _instructions_text(agent.instructions))
-        table.add_row("last usage", _usage_text(self.summary, agent.context_meter.window))
+            rows.append(("project instructions", _instructions_text(agent.instructions)))
+        rows.append(("last usage", _usage_text(self.summary, agent.context_meter.window)))
         totals = self.summary.usage
-        table.add_row(
-            "tokens so far",
-            f"{format_count(totals.prompt_tokens)} prompt + "
-            f"{format_count(totals.completion_tokens)} completion",
-        )
-        return table
-
-    def _add_compaction_rows(self, table: Table) -> None:
-        """One row per layer that has acted in this session."""
-        if not self.summary.compaction:
-            table.add_row("compaction", "nothing compacted yet")
-        for layer, stats in sorted(self.summary.compaction.items()):
-            saved = format_bytes(stats["bytes_saved"])
-            table.add_row(
-                f"  {layer}", f"{stats['events']}×, {stats['count']} item(s), {saved} saved"
+        rows.append(
+            (
+                "tokens so far",
+                f"{format_count(totals.prompt_tokens)} prompt + "
+                f"{format_count(totals.completion_tokens)} completion",
             )
+        )
+        return _label_table("context", rows, self.out.width)
+
+    def _compaction_rows(self) -> list[tuple[str, str]]:
+        """A heading, then one row per layer that has acted in this session, in the order
+        the layers act."""
+        layers = self.summary.compaction
+        if not layers:
+            return [("compaction", "nothing compacted yet")]
+        rows = [("compaction", "by layer, in the order they act:")]
+        for layer in in_layer_order(layers):
+            stats = layers[layer]
+            saved = format_bytes(stats["bytes_saved"])
+            rows.append(
+                (f"  {layer}", f"{stats['events']}×, {stats['count']} item(s), {saved} saved")
+            )
+        return rows
 
     def _compact(self, focus: str) -> bool:
         if not self.conversation.agent.runner.history:
@@ -443,6 +451,17 @@ class Repl:
         resumed = f"resumed {loaded.meta.session_id}: {len(loaded.history)} messages"
         self.err.print(Text(resumed, style="dim"))
         return True
+
+
+def _label_table(title: str, rows: Sequence[tuple[str, str]], width: int) -> Table:
+    """Labels in bold beside values that wrap without parting a number from its unit; on
+    a narrow terminal the labels wrap too, leaving the values two thirds of the width."""
+    table = Table(title=title, box=None, show_header=False, title_justify="left")
+    table.add_column(style="bold", max_width=max(12, width // 3))
+    table.add_column()
+    for label, value in rows:
+        table.add_row(label, KeepUnits(value))
+    return table
 
 
 def large_prompt_warning(size: int, threshold: int, agent: Agent) -> Text:

@@ -8,9 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from rich.console import Console, RenderableType
 
 from agent_tutorial.core.events import (
     CompactionApplied,
@@ -193,7 +191,7 @@ def test_a_run_without_compaction_prints_no_totals() -> None:
 HOSTILE = "hello \x1b[2J\x1b[31mRED\u202eevil"
 
 
-def printed(renderable: Table | Text) -> str:
+def printed(renderable: RenderableType) -> str:
     out = io.StringIO()
     Console(file=out, width=200, color_system=None).print(renderable)
     return out.getvalue()

@@ -3,6 +3,7 @@ and its peers, and compare bytes, modelled prefix-cache hits and input cost."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -72,7 +73,8 @@ def _synthetic_trace(turns: int | None, seed: int | None) -> tuple[list[TraceSte
 
 
 def _print_bench(report: BenchReport, out: Console, *, json_output: bool) -> None:
-    """One JSON object, or the table: as wide as the terminal, or a fixed width in a pipe."""
+    """One JSON object, or the table: as wide as the terminal or COLUMNS, or a fixed
+    width in a pipe."""
     from agent_tutorial.features.bench.report import TABLE_WIDTH, bench_record, print_bench
 
     if json_output:
@@ -83,7 +85,8 @@ def _print_bench(report: BenchReport, out: Console, *, json_output: bool) -> Non
         return
     from rich.console import Console
 
-    width = None if out.is_terminal else TABLE_WIDTH
+    chosen = out.is_terminal or os.environ.get("COLUMNS", "").isdigit()  # rich reads both
+    width = None if chosen else TABLE_WIDTH
     print_bench(report, Console(file=sys.stdout, width=width))
 
 

@@ -16,6 +16,7 @@ from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
 from agent_tutorial.features.bench import SUMMARIZER_TEXT, BenchReport
 from agent_tutorial.features.bench.cache_model import CACHE_MODEL_TEXT
 from agent_tutorial.features.bench.replay import RECENT_RESULTS, StrategyResult
+from agent_tutorial.layout import KeepUnits, Trimmed, pack_cells
 
 PLOT_SHEET = "Anthropic"
 TABLE_WIDTH = 160
@@ -41,9 +42,9 @@ def print_bench(report: BenchReport, console: Console) -> None:
     # The natural width: rich would squeeze a table into less by eliding its cells ("1.5…").
     unbounded = console.options.update_width(10_000)
     if Measurement.get(console, unbounded, table).maximum <= console.width:
-        console.print(table)
+        console.print(Trimmed(table))
     else:
-        console.print(bench_blocks(report))
+        console.print(KeepUnits(bench_blocks(report, console.width)))
 
 
 def bench_table(report: BenchReport) -> Table:
@@ -56,14 +57,15 @@ def bench_table(report: BenchReport) -> Table:
     return table
 
 
-def bench_blocks(report: BenchReport) -> Text:
-    """The table's cells as one paragraph per strategy, which wraps at any width."""
+def bench_blocks(report: BenchReport, width: int) -> Text:
+    """The table's cells as one paragraph per strategy, each `heading value` whole on a
+    line of at most `width` cells."""
     blocks = Text(_title(report) + "\n\n")
     for result in report.results:
         name, *values = _row(report, result)
-        cells = "  ·  ".join(f"{h} {v}" for h, v in zip(_headings(report), values, strict=True))
+        cells = [f"{h} {v}" for h, v in zip(_headings(report), values, strict=True)]
         blocks.append(name, style="bold")
-        blocks.append(f"\n{cells}\n\n")
+        blocks.append("\n" + "\n".join(pack_cells(cells, width, "  ·  ")) + "\n\n")
     return blocks.append_text(_caption(report))
 
 
