@@ -40,6 +40,7 @@ from agent_tutorial.features.sessions import SessionError, find_session, list_se
 from agent_tutorial.features.todos import render_plan
 from agent_tutorial.layout import KeepUnits, Trimmed
 from agent_tutorial.pastes import CollapsedPastes, SentPromptHistory, paste_bindings
+from agent_tutorial.recap import recap
 from agent_tutorial.render import (
     TerminalRenderer,
     artifact_table,
@@ -51,6 +52,7 @@ from agent_tutorial.render import (
     shorten,
 )
 from agent_tutorial.run_summary import RunSummary, format_count
+from agent_tutorial.session_picker import pick_session
 
 MODEL_NAME_WIDTH = 24
 PROMPT = FormattedText([("bold ansicyan", "› ")])
@@ -72,7 +74,7 @@ SLASH_COMMANDS = (
     SlashCommand("/artifacts", "/artifacts", "persisted tool results and transcripts"),
     SlashCommand("/clear", "/clear", "start a new session"),
     SlashCommand("/sessions", "/sessions", "saved sessions in this project"),
-    SlashCommand("/resume", "/resume ID", "continue a saved session"),
+    SlashCommand("/resume", "/resume [ID]", "continue a saved session (no id: pick one)"),
     SlashCommand("/exit", "/exit", "leave (also Ctrl-D)"),
 )
 
@@ -198,6 +200,7 @@ class Repl:
         """Read and handle prompts until /exit, Ctrl-D or Ctrl-C twice at an empty prompt,
         then say how to come back to this session; the exit code (130 after Ctrl-C)."""
         self.err.print(self._greeting(), highlight=False)
+        self._show_recap()  # a conversation resumed by --continue or --resume
         exit_code = self._read_prompts()
         self.err.print(self._farewell())
         return exit_code
@@ -332,7 +335,7 @@ class Repl:
         table = Table(box=None, show_header=False)
         for command in SLASH_COMMANDS:
             table.add_row(Text(command.usage, style="bold"), command.help)  # not markup: [focus]
-        self.out.print(table)
+        self.out.print(Trimmed(table))
         return True
 
     def _context(self, _argument: str) -> bool:
@@ -434,11 +437,12 @@ class Repl:
         return True
 
     def _resume(self, argument: str) -> bool:
-        if not argument:
-            self.err.print("usage: /resume ID (see /sessions)", style="yellow")
-            return True
+        """`/resume ID`, or without an id a pick from the recent sessions; then the last
+        turns of the resumed conversation."""
         try:
-            path = find_session(self.conversation.setup.root, argument)
+            path = self._session_named(argument) if argument else self._picked_session()
+            if path is None:
+                return True
             if self.conversation.log is not None and self.conversation.log.path == path:
                 already = f"already in session {self.conversation.session_id}"
                 self.err.print(Text(already, style="dim"))
@@ -450,7 +454,39 @@ class Repl:
         self.summary.reset()
         resumed = f"resumed {loaded.meta.session_id}: {len(loaded.history)} messages"
         self.err.print(Text(resumed, style="dim"))
+        self._show_recap()
         return True
+
+    def _session_named(self, argument: str) -> Path:
+        return find_session(self.conversation.setup.root, argument)
+
+    def _picked_session(self) -> Path | None:
+        """The session picked from the recent ones that can be resumed, this one aside."""
+        current = self.conversation.log.path if self.conversation.log is not None else None
+        recent = [
+            info
+            for info in list_sessions(self.conversation.setup.root)
+            if info.has_prompt and info.problem is None and info.path != current
+        ]
+        if not recent:
+            self.err.print("no other saved session to resume", style="yellow")
+            return None
+        picked = pick_session(
+            recent,
+            columns=self._terminal_columns(),
+            input=self.session.input,
+            output=self.session.output,
+        )
+        if picked is None:
+            self.err.print("not resumed", style="dim")
+        return None if picked is None else picked.path
+
+    def _show_recap(self) -> None:
+        """The last turns of a resumed conversation, where the earlier answers appeared."""
+        history = self.conversation.agent.runner.history
+        if history:
+            shown = recap(history, self.out.width, markdown=self.renderer.markdown)
+            self.out.print(Trimmed(shown), highlight=False)
 
 
 def _label_table(title: str, rows: Sequence[tuple[str, str]], width: int) -> Table:

@@ -23,7 +23,7 @@ from rich.console import Console
 from agent_tutorial.conversation import Conversation
 from agent_tutorial.core.messages import ChatMessage, assistant_message, user_message
 from agent_tutorial.features.compaction import history_utf8_bytes
-from agent_tutorial.features.sessions import list_sessions, load_session
+from agent_tutorial.features.sessions import find_session, list_sessions, load_session
 from agent_tutorial.pastes import (
     COLLAPSE_CHARS,
     COLLAPSE_LINES,
@@ -916,3 +916,78 @@ def test_history_remembers_a_paste_collapsed_and_stores_it_whole(tmp_path: Path)
     assert history.get_strings() == [prompt]  # what Up brings back this session
     assert sent == f"see {lines_of(30)}"
     assert list(FileHistory(str(tmp_path / "history")).load_history_strings()) == [sent]
+
+
+DOWN = "\x1b[B"
+
+
+def saved_session(
+    make_repl: MakeRepl, loopback: LoopbackServer, prompt: str, *replies: Reply
+) -> str:
+    """A session with one turn, closed; its id."""
+    loopback.queue(*replies)
+    earlier = make_repl(chapter=2)
+    earlier.drive(prompt)
+    earlier.conversation.close()
+    return earlier.conversation.session_id
+
+
+def test_resume_without_an_id_picks_from_the_recent_sessions(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    older = saved_session(make_repl, loopback, "older question", text_stream("older answer"))
+    newer = saved_session(make_repl, loopback, "newer question", text_stream("newer answer"))
+    loopback.queue(text_stream("ok"))
+    harness = make_repl(chapter=2)
+
+    harness.drive("/resume" + ENTER + DOWN, "follow-up")  # the second: the older one
+
+    assert harness.conversation.session_id == older != newer
+    assert f"resumed {older}: 2 messages" in harness.err_text()
+    assert user_contents(loopback.requests[-1]) == ["older question", "follow-up"]
+
+
+def test_the_picker_offers_only_other_sessions_that_can_be_resumed(make_repl: MakeRepl) -> None:
+    harness = make_repl(chapter=2)
+
+    harness.drive("/resume")  # only this session, which has no prompt yet
+
+    assert "no other saved session to resume" in harness.err_text()
+
+
+def test_ctrl_c_in_the_picker_resumes_nothing_and_the_repl_goes_on(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    saved_session(make_repl, loopback, "old question", text_stream("old answer"))
+    loopback.queue(text_stream("fresh answer"))
+    harness = make_repl(chapter=2)
+    current = harness.conversation.session_id
+
+    harness.drive("/resume" + ENTER + CTRL_C, "fresh question")
+
+    assert "not resumed" in harness.err_text()
+    assert harness.conversation.session_id == current
+    assert user_contents(loopback.requests[-1]) == ["fresh question"]
+
+
+def test_a_resumed_repl_shows_the_last_turns_before_its_prompt(
+    make_repl: MakeRepl, loopback: LoopbackServer
+) -> None:
+    read = tool_stream([("c1", "read_file", {"path": "nowhere.txt"})])
+    answer = text_stream("\n".join(f"- item {n} of the answer" for n in range(1, 11)))
+    prompt = "read the notes" + ALT_ENTER + "all of them"
+    saved_id = saved_session(make_repl, loopback, prompt, read, answer)
+    harness = make_repl(chapter=2)
+    harness.conversation.resume(find_session(harness.conversation.setup.root, saved_id))
+
+    harness.drive()
+
+    shown = harness.stdout.getvalue().splitlines()
+    assert shown[:3] == [
+        "earlier in this session:",
+        "› read the notes (+1 line)",
+        "• 1 tool call (1 failed): read_file",
+    ]
+    items = [line for line in shown if "item" in line]
+    assert items == [f" • item {n} of the answer" for n in range(1, 7)]  # Markdown, trimmed
+    assert shown[shown.index(items[-1]) + 1] == "… 4 more lines"

@@ -238,3 +238,67 @@ def test_bench_in_a_pipe_without_columns_prints_the_whole_table(run_cli: RunCli)
 
     assert "┃ strategy" in result.stdout
     assert max(len(line) for line in result.stdout.splitlines()) > 80
+
+
+ESC, DOWN = "\x1b", "\x1b[B"
+
+
+def two_saved_sessions(run_cli: RunCli, loopback: LoopbackServer) -> None:
+    for prompt, answer in ((LONG_PROMPT, "Fixed it: the test compared bytes."), ("hello", "hi")):
+        loopback.queue(text_stream(answer))
+        assert run_cli("run", "--chapter", "2", "--prompt", prompt).exit_code == 0
+
+
+@pytest.mark.parametrize("columns", [80, 40])
+def test_resume_without_an_id_offers_a_list_and_shows_the_picked_conversation(
+    make_terminal: MakeTerminal, run_cli: RunCli, loopback: LoopbackServer, columns: int
+) -> None:
+    two_saved_sessions(run_cli, loopback)
+    whole = run_cli("sessions", "list").stdout
+    terminal = make_terminal("run", "--chapter", "2", columns=columns)
+    terminal.wait_for_prompt()
+
+    terminal.enter("/resume")
+    terminal.wait_for_text("Resume which session?")
+    terminal.type(DOWN)  # the newest comes first; the long prompt's session is second
+    terminal.enter("")
+    terminal.wait_for_text("Fixed it: the test compared bytes.")
+    terminal.wait_for_prompt()
+
+    lines = terminal.lines()
+    options = [line for line in lines if re.match(r"\s+>?\s+\d\. [0-9a-f]{8}  ", line)]
+    assert len(options) == 2
+    assert broken_words("\n".join(options), whole + " > 1. 2. ch2") == []
+    assert "resumed " in terminal.text()
+    assert "› fix the failing test" in terminal.text()  # the recap's prompt line
+
+
+def test_esc_leaves_the_picker_without_resuming(
+    make_terminal: MakeTerminal, run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    two_saved_sessions(run_cli, loopback)
+    terminal = make_terminal("run", "--chapter", "2")
+    terminal.wait_for_prompt()
+
+    terminal.enter("/resume")
+    terminal.wait_for_text("Resume which session?")
+    terminal.type(ESC)
+    terminal.wait_for_text("not resumed")
+    terminal.wait_for_prompt()
+
+    assert "resumed " not in terminal.text().replace("not resumed", "")
+
+
+@pytest.mark.parametrize("columns", [80, 40])
+def test_a_continued_repl_shows_the_last_turns_before_the_prompt(
+    make_terminal: MakeTerminal, run_cli: RunCli, loopback: LoopbackServer, columns: int
+) -> None:
+    loopback.queue(text_stream("Fixed it: the test compared bytes."))
+    assert run_cli("run", "--chapter", "2", "--prompt", LONG_PROMPT).exit_code == 0
+
+    terminal = make_terminal("run", "--continue", columns=columns)
+    terminal.wait_for_prompt()
+
+    shown = terminal.flat_text()
+    assert "earlier in this session: › fix the failing test" in shown
+    assert "Fixed it: the test compared bytes. ›" in shown  # then the prompt
