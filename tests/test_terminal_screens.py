@@ -25,9 +25,11 @@ LONG_PROMPT = "fix the failing test in the repository and explain what you chang
 UNIT = re.compile(r"^\s*(B|KB|MB|tok|tokens|messages|item\(s\)|file\(s\)|prompt|completion)\b")
 TOOL_LINE = re.compile(
     r"(  │ )*[•✗] \w+( .+)?  (\d+(\.\d)? [KM]?B|Error \[\w+\])"
-    r"(  \d+ secrets? redacted)?(  \d+\.\d\ds)?"
+    r"(  \d+ secrets? redacted)?(  sandboxed)?(  \d+\.\d\ds)?"
 )
-WRAPPED_TAIL = re.compile(r"(\S+ )?(B|KB|MB)?(  )?(\d+ secrets? redacted  )?\d+\.\d\ds")
+WRAPPED_TAIL = re.compile(
+    r"(\S+ )?(B|KB|MB)?(  )?(\d+ secrets? redacted  )?(sandboxed  )?\d+\.\d\ds"
+)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LOG = "".join(f"line {n} of the pasted log with some detail in it, enough\n" for n in range(800))
 
