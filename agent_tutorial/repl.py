@@ -202,7 +202,7 @@ class Repl:
         self.err.print(self._greeting(), highlight=False)
         self._show_recap()  # a conversation resumed by --continue or --resume
         exit_code = self._read_prompts()
-        self.err.print(self._farewell())
+        self.err.print(self._farewell(), soft_wrap=True)  # one command, however narrow
         return exit_code
 
     def _read_prompts(self) -> int:
