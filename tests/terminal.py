@@ -171,15 +171,20 @@ class PtyRun:
 
 
 def run_on_two_terminals(
-    args: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float = WAIT_S
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float = WAIT_S,
+    columns: int = 80,
 ) -> PtyRun:
-    """`python -m agent_tutorial ARGS` with stdout and stderr each on its own pty (stdin
-    empty), read to the end as the exact bytes written: the ptys are raw, so the terminal
-    adds no carriage returns, and nothing interprets an escape sequence."""
+    """`python -m agent_tutorial ARGS` with stdout and stderr each on its own pty of
+    `columns` (stdin empty), read to the end as the exact bytes written: the ptys are raw,
+    so the terminal adds no carriage returns, and nothing interprets an escape sequence."""
     masters, slaves = zip(*(pty.openpty() for _ in range(2)), strict=True)
     for slave in slaves:
         tty.setraw(slave)
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 80, 0, 0))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, columns, 0, 0))
     environment = {k: v for k, v in os.environ.items() if k not in {"COLUMNS", "LINES"}}
     environment.update({"TERM": "xterm-256color", **env})
     child = subprocess.Popen(
