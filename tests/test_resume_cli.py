@@ -226,14 +226,17 @@ def test_continue_says_which_session_it_skipped_and_which_it_resumed(
     assert [m["content"] for m in conversation(loopback.requests[-1])] == ["older", "one", "again"]
 
 
+DAMAGED_SESSION_COMMANDS = {
+    "run --resume": ("run", "--chapter", "2", "--prompt", "again", "--resume"),
+    "sessions show": ("sessions", "show"),
+    "bench --session": ("bench", "--session"),
+    "sessions list --check": ("sessions", "list", "--check"),
+}
+"""Every command that reads a session whole; those ending in an option take the id."""
+
+
 @pytest.mark.parametrize(
-    "command",
-    [
-        ("run", "--chapter", "2", "--prompt", "again", "--resume"),
-        ("sessions", "show"),
-        ("bench", "--session"),
-        ("sessions", "list", "--check"),
-    ],
+    "command", DAMAGED_SESSION_COMMANDS.values(), ids=list(DAMAGED_SESSION_COMMANDS)
 )
 def test_every_command_that_meets_a_damaged_session_exits_1(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path, command: tuple[str, ...]

@@ -29,6 +29,7 @@ from tests.conftest import (
 from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
 from tests.terminal import PtyRun, Terminal, run_on_two_terminals
 from tests.test_repl import SUMMARY
+from tests.test_resume_cli import DAMAGED_SESSION_COMMANDS, damage_line, run_once
 
 MakeTerminal = Callable[..., Terminal]
 CTRL_C, CTRL_D = "\x03", "\x04"
@@ -62,12 +63,6 @@ def on_terminals(
 def plain(written: bytes) -> str:
     """What a terminal shows of `written`, near enough to read: no colour or cursor moves."""
     return ANSI.sub("", written.decode()).replace("\r", "")
-
-
-def run_once(run_cli: RunCli, loopback: LoopbackServer, prompt: str, answer: str) -> None:
-    loopback.queue(text_stream(answer))
-    result = run_cli("run", "--chapter", "2", "--prompt", prompt)
-    assert result.exit_code == 0, result.stderr
 
 
 # -- interrupts are results -------------------------------------------------------------
@@ -161,12 +156,6 @@ def test_chapter_8_flags_warn_on_the_terminal_only_outside_chapter_8(
 # -- damaged sessions -------------------------------------------------------------------
 
 
-def damage_line(path: Path, number: int) -> None:
-    lines = path.read_bytes().split(b"\n")
-    lines[number - 1] = b"{not json"
-    path.write_bytes(b"\n".join(lines))
-
-
 def one_session_damaged_on_its_first_answer(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> SessionInfo:
@@ -204,14 +193,7 @@ def test_sessions_show_on_a_terminal_shows_the_intact_lines_and_marks_the_damage
 
 
 @pytest.mark.parametrize(
-    "command",
-    [
-        ("run", "-c", "2", "-p", "again", "--resume"),
-        ("sessions", "show"),
-        ("bench", "--session"),
-        ("sessions", "list", "--check"),
-    ],
-    ids=["run --resume", "sessions show", "bench --session", "sessions list --check"],
+    "command", DAMAGED_SESSION_COMMANDS.values(), ids=list(DAMAGED_SESSION_COMMANDS)
 )
 def test_every_command_that_meets_a_damaged_session_on_a_terminal_exits_1(
     make_terminal: MakeTerminal,
