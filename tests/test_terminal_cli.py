@@ -448,3 +448,24 @@ def test_compact_on_a_terminal_prints_one_line(
     assert "".join(shown).count("transcript") == 2  # the word and the file's name, once
     assert max(len(line) for line in shown) <= columns
     assert "compaction this run" not in terminal.text()
+
+
+@pytest.mark.parametrize("columns", COLUMNS)
+def test_ctrl_c_during_a_tool_in_the_repl_leaves_a_finished_line_that_fits(
+    make_terminal: MakeTerminal, loopback: LoopbackServer, marker: str, columns: int
+) -> None:
+    loopback.queue(tool_stream([("call-sleep", "bash", {"command": "sleep 30"})]))
+    terminal = make_terminal("run", "-c", "2", columns=columns)
+    terminal.wait_for_prompt()
+    terminal.enter("wait")
+    assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
+
+    terminal.type(CTRL_C)
+
+    terminal.wait_for_text("interrupted; the conversation goes on")
+    terminal.wait_for_prompt()
+    lines = terminal.lines()
+    finished = lines[lines.index("interrupted; the conversation goes on") - 1]
+    assert INTERRUPTED_LINE.fullmatch(finished), finished
+    assert len(finished) <= columns
+    assert "sleep 30" in finished or columns == 40
