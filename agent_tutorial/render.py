@@ -45,6 +45,14 @@ LAYER_ORDER = ("persist", "snip", "micro", "summary", "reactive")
 NOTICE_STYLES = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 
+def notice_line(notice: Notice) -> Text:
+    """A warning or an error says which it is in words, as every other one on stderr does
+    (`warning: …`, `error: …`), so it reads the same without colour; information is plain."""
+    style = NOTICE_STYLES[notice.level]
+    label = "" if notice.level == "info" else f"{notice.level}: "
+    return Text.assemble((label, style), (printable(notice.text), style))
+
+
 def make_consoles(*, no_color: bool = False) -> tuple[Console, Console]:
     """(stdout, stderr) consoles; rich itself honours NO_COLOR and plain pipes.
 
@@ -188,7 +196,7 @@ class TerminalRenderer:
         elif isinstance(event, CompactionApplied):
             self._compaction(event, depth)
         elif isinstance(event, Notice):
-            self._activity(Text(printable(event.text), style=NOTICE_STYLES[event.level]), depth)
+            self._activity(notice_line(event), depth)
         elif isinstance(event, PermissionDecided):
             self._permission(event, depth)
 

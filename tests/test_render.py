@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from rich.console import Console, RenderableType
@@ -72,6 +73,23 @@ def test_a_call_that_did_not_parse_still_names_a_recognisable_argument() -> None
     )
 
     assert "read_file notes.md" in shown
+
+
+@pytest.mark.parametrize(
+    ("level", "shown"),
+    [("warning", "warning: disk low"), ("error", "error: disk low"), ("info", "disk low")],
+)
+def test_a_notice_names_its_level_in_words_unless_it_is_information(
+    level: Literal["info", "warning", "error"], shown: str
+) -> None:
+    err = io.StringIO()
+    renderer = TerminalRenderer(
+        Console(file=io.StringIO(), width=100), Console(file=err, width=100), stream_answer=False
+    )
+
+    renderer.emit(Notice(level, "disk low"))
+
+    assert err.getvalue() == f"{shown}\n"
 
 
 def test_the_spinner_shows_a_bracketed_command_as_written() -> None:
