@@ -90,7 +90,7 @@ BASE_PROMPT = """\
 You are agent-tutorial, a coding agent working in the user's project.
 Use the tools to inspect the project before you answer; never guess file contents.
 Keep answers short and concrete. When you are done, answer without calling a tool."""
-PROJECT_PROMPT = "The project is at {workspace}."
+PROJECT_PROMPT = "The project is at {workspace}; the tools take paths relative to it."
 """The first per-project line. Everything before it is the same in every project and
 session of a chapter, so a server's prompt cache holds it across them."""
 
