@@ -18,7 +18,12 @@ import pytest
 from agent_tutorial.adapters.filesystem import Workspace, is_binary, replace_file
 from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.tools import ToolRegistry, ToolResult
-from agent_tutorial.features.builtin_tools import LINE_CHAR_LIMIT, MAX_TEXT_FILE_BYTES, file_tools
+from agent_tutorial.features.builtin_tools import (
+    LINE_CHAR_LIMIT,
+    MAX_TEXT_FILE_BYTES,
+    file_tools,
+    search_tools,
+)
 
 
 def entries(directory: Path) -> list[str]:
@@ -136,6 +141,37 @@ def test_read_file_reports_a_missing_file(workspace: Path) -> None:
     result = run_tool(workspace, "read_file", path="nope.txt")
 
     assert result == ToolResult("Error [not_found]: 'nope.txt' does not exist", True, "not_found")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("read_file", {"path": "project/calc.py"}),
+        ("edit_file", {"path": "project/calc.py", "old_text": "-", "new_text": "+"}),
+        ("glob", {"pattern": "*.py", "path": "project/calc.py"}),
+        ("grep", {"pattern": "add", "path": "./project/calc.py"}),
+    ],
+)
+def test_a_missing_path_under_the_workspace_folders_own_name_gets_a_hint(
+    workspace: Path, tool: str, arguments: dict[str, str]
+) -> None:
+    """`project/calc.py` in project/: what a small model copies from a traceback's path."""
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    registry = ToolRegistry([*file_tools(workspace), *search_tools(workspace)])
+
+    result = registry.run(tool_call("call-1", tool, orjson.dumps(arguments).decode()))
+
+    assert result.error_code == "not_found"
+    assert result.content.endswith(
+        "; paths are relative to the workspace, which is project/ itself: did you mean 'calc.py'?"
+    )
+
+
+@pytest.mark.parametrize("path", ["projects/calc.py", "project", "a/project/x"])
+def test_other_missing_paths_get_no_hint(workspace: Path, path: str) -> None:
+    result = run_tool(workspace, "read_file", path=path)
+
+    assert result == ToolResult(f"Error [not_found]: {path!r} does not exist", True, "not_found")
 
 
 # write_file

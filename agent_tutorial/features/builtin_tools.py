@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial, wraps
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO, ParamSpec
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -229,8 +229,27 @@ def _path_errors(handler: Callable[_Handler, ToolResult]) -> Callable[_Handler, 
                 "not_a_directory",
                 f"{getattr(args[-1], 'path', '')!r} goes through a file, not a directory",
             ) from None
+        except ToolFailure as failure:
+            if failure.code != "not_found" or not isinstance(args[0], Workspace):
+                raise
+            hint = _inside_itself(args[0], str(getattr(args[-1], "path", "")))
+            raise ToolFailure("not_found", failure.message + hint) from None
 
     return checked
+
+
+def _inside_itself(files: Workspace, given: str) -> str:
+    """A hint for a path that starts with the workspace folder's own name (`project/calc.py`
+    in project/): small models copy that from an absolute path in a traceback, and a bare
+    not_found sent the 1.5B model of issue 16 to write a new file there instead."""
+    parts = PurePosixPath(given).parts
+    name = files.given.name
+    if len(parts) < 2 or parts[0] != name:
+        return ""
+    return (
+        f"; paths are relative to the workspace, which is {name}/ itself: did you mean "
+        f"{PurePosixPath(*parts[1:]).as_posix()!r}?"
+    )
 
 
 def _existing(target: Target, given: str) -> os.stat_result:
