@@ -555,6 +555,16 @@ def test_a_stated_window_is_taken_only_where_context_window_would_be(
     assert stated_window(None, f"Requested tokens (9) exceed context window of {tokens}") == taken
 
 
+def test_an_overflow_whose_window_only_the_sdk_message_states_carries_it() -> None:
+    """A stream's error event or a text body may leave the window to the SDK's message."""
+    message = "Error code: 400 - Requested tokens (5000) exceed context window of 4096"
+
+    error = classify_error(400, "the prompt is too long", message)
+
+    assert isinstance(error, PromptTooLongError)
+    assert error.window_tokens == 4_096
+
+
 @pytest.mark.parametrize(
     "body",
     [
