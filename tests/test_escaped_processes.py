@@ -4,6 +4,7 @@ finds and kills what escaped. Processes are found by `conftest.processes_with_ma
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -20,12 +21,15 @@ DAEMON = (
     "if os.fork(): os._exit(0)\n"
     "time.sleep(60)\n"
 )
+# The interpreter itself, not the virtual environment's link to it: bash runs in the sandbox,
+# whose /tmp is its own, so a checkout under /tmp (a fresh clone) has no .venv in there.
+INTERPRETER = os.path.realpath(sys.executable)
 ESCAPES = {
     "setsid &": "setsid sleep 60 >/dev/null 2>&1 &",
     "setsid -f": "setsid -f sleep 60 >/dev/null 2>&1",
     "setsid -f holding the pipe": "setsid -f sleep 60",
     "nohup &": "nohup sleep 60 >/dev/null 2>&1 &",
-    "double-forked daemon": f"{shlex.quote(sys.executable)} -c {shlex.quote(DAEMON)}",
+    "double-forked daemon": f"{shlex.quote(INTERPRETER)} -c {shlex.quote(DAEMON)}",
 }
 
 

@@ -32,6 +32,9 @@ Known limits (each a decision, said in the guide):
   workspace that holds the home directory lets a command create it (and write dotfiles).
 - A command killed by a signal exits with 128 + the signal (bwrap's convention); 32-bit x86
   programs are stopped by the filter's architecture check.
+- `/tmp` is the command's own, so what lies in the host's `/tmp` outside the workspace (a
+  virtual environment in another checkout there, say) is out of its sight; use `$TMPDIR` or
+  the workspace, or `--sandbox off`.
 - Root's commands run as root without capabilities: another user's private folders stay
   closed to them, as they would to that user's neighbours.
 """
