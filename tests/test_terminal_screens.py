@@ -79,10 +79,15 @@ def colours_of(terminal: Terminal, row: int, text: str) -> set[str]:
         ((), {"NO_COLOR": "1"}, True),
     ],
 )
+@pytest.mark.parametrize("columns", [80, 40])
 def test_no_color_makes_the_prompt_and_the_toolbar_plain(
-    make_terminal: MakeTerminal, flags: tuple[str, ...], env: dict[str, str], plain: bool
+    make_terminal: MakeTerminal,
+    flags: tuple[str, ...],
+    env: dict[str, str],
+    plain: bool,
+    columns: int,
 ) -> None:
-    terminal = make_terminal("run", "--chapter", "8", *flags, env=env)
+    terminal = make_terminal("run", "--chapter", "8", *flags, env=env, columns=columns)
     terminal.wait_for(lambda: "of summary" in terminal.lines()[-1], "the toolbar")
     terminal.wait_for_prompt()
 
