@@ -381,8 +381,8 @@ def read_project_settings(root: Path) -> ProjectSettings:
     toml = _read_toml(state_dir / "config.toml")
     dotenv_path = state_dir / ".env"
     dotenv = _read_project_dotenv(dotenv_path)
-    plain_toml, powerful_toml = _split_power(toml, _toml_name)
-    plain_dotenv, powerful_dotenv = _split_power(dotenv, _dotenv_name)
+    plain_toml, powerful_toml = _split_power(toml, _toml_name, state_dir / "config.toml")
+    plain_dotenv, powerful_dotenv = _split_power(dotenv, _dotenv_name, dotenv_path)
     powerful = {**powerful_toml, **powerful_dotenv}
     return ProjectSettings(toml, dotenv, plain_toml, plain_dotenv, powerful, dotenv_path)
 
@@ -397,14 +397,25 @@ def _read_project_dotenv(path: Path) -> dict[str, Any]:
 
 
 def _split_power(
-    values: Mapping[str, Any], shown_as: Callable[[str, str], str]
+    values: Mapping[str, Any], shown_as: Callable[[str, str], str], source: Path
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(plain, powerful) of one file's settings; `shown_as(key, setting)` names a powerful
-    one in messages and in the hash."""
+    one in messages and in the hash.
+
+    A setting given twice (`hooks` and `HOOKS`, `base_url` and `OPENAI_BASE_URL`) is a
+    `ConfigError`: the trust prompt and its hash would show one spelling while the run
+    applied the other."""
     plain: dict[str, Any] = {}
     powerful: dict[str, Any] = {}
+    seen: dict[str, str] = {}
     for key, value in values.items():
         setting = _setting_of(key)
+        if setting in seen:
+            raise ConfigError(
+                f"invalid configuration in {source}: {setting} is set twice "
+                f"({seen[setting]!r} and {key!r})"
+            )
+        seen[setting] = key
         if setting == "permissions":
             plain[key], allow = _without_allow_rules(value)
             if allow:
