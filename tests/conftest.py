@@ -214,20 +214,10 @@ def make_terminal(workspace: Path, loopback: LoopbackServer) -> Iterator[Callabl
 def run_cli_process(workspace: Path, loopback: LoopbackServer) -> RunCli:
     """Runs `agent-tutorial ARGS` as a real process against the loopback server, in
     `workspace`; it fails the test if the process outlives `timeout_s`."""
-    import subprocess
 
     def invoke(*args: str, env: dict[str, str] | None = None, timeout_s: float = 60) -> CliRun:
         environment = {**cli_environment(loopback), **(env or {})}
-        done = subprocess.run(
-            cli_command(*args),
-            cwd=workspace,
-            env=environment,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
+        done = run_process(cli_command(*args), workspace, environment, timeout_s=timeout_s)
         return CliRun(done.returncode, done.stdout, done.stderr)
 
     return invoke
@@ -330,6 +320,23 @@ def cli_command(*args: str) -> list[str]:
     """`agent-tutorial ARGS` as a real subprocess: `main()` runs, with its signal handling
     and orphan reaping, which the in-process `run_cli` never sets up."""
     return [sys.executable, "-m", "agent_tutorial", *args]
+
+
+def run_process(
+    argv: list[str], cwd: Path, environment: dict[str, str], *, timeout_s: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`argv` run to its end with no input and its output captured; it fails the test if
+    the process outlives `timeout_s`."""
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
 
 
 # Runs a command under a small Python parent and reports the command's peak RSS. A child

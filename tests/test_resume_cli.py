@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -37,7 +36,7 @@ from agent_tutorial.features.sessions import (
     load_session,
 )
 from agent_tutorial.render import format_bytes
-from tests.conftest import CliRun
+from tests.conftest import CliRun, run_process
 from tests.loopback import LoopbackServer, text_stream
 from tests.terminal import Terminal
 
@@ -571,16 +570,7 @@ def test_following_the_farewell_of_a_demo_repl_resumes_its_session(
     assert command[-6:-4] == ["--model", "demo"]
 
     environment = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_TUTORIAL_")}
-    done = subprocess.run(
-        [*command, "-p", "again"],
-        cwd=workspace,
-        env=environment,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_process([*command, "-p", "again"], workspace, environment)
 
     assert done.returncode == 0, done.stderr
     assert f"resumed {info.session_id} (" in done.stderr

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from agent_tutorial.adapters.sandbox import sandbox_available
-from tests.conftest import RunCli, cli_command, cli_environment
+from tests.conftest import RunCli, cli_command, cli_environment, run_process
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 
 UNAVAILABLE = sandbox_available()
@@ -339,21 +339,6 @@ def without_user_namespaces(*args: str) -> list[str]:
 
     confine = ["--dev-bind", "/", "/", "--unshare-user", "--disable-userns", "--"]
     return [str(bwrap_path()), *confine, *cli_command(*args)]
-
-
-def run_process(
-    argv: list[str], cwd: Path, environment: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        argv,
-        cwd=cwd,
-        env=environment,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def run_without_user_namespaces(
