@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -221,6 +221,12 @@ def _sandbox_policy(
     opened: ExitStack,
     project_root: Path | None,
 ) -> SandboxPolicy:
+    user_settings = user_config_path().parent.absolute()
+    # Made now if missing, so that it is covered like any other: where the workspace holds
+    # it (XDG_CONFIG_HOME inside, or the workspace is the home directory), a command could
+    # otherwise create it and write a trust store that trusts anything.
+    with suppress(OSError):  # what this process cannot make, a command as the same user cannot
+        user_settings.mkdir(mode=0o700, parents=True, exist_ok=True)
     return SandboxPolicy(
         mode=mode,
         network=settings.sandbox_network,
@@ -230,7 +236,7 @@ def _sandbox_policy(
         home=Path.home().absolute(),
         # The user's settings, wherever XDG_CONFIG_HOME puts them (under the home directory
         # they are hidden already).
-        also_hidden=(user_config_path().parent.absolute(),),
+        also_hidden=(user_settings,),
     )
 
 

@@ -173,6 +173,24 @@ def test_the_agents_config_cannot_be_changed_from_bash(
     assert not (workspace / "moved").exists()
 
 
+def test_a_command_cannot_plant_a_trust_store_where_the_workspace_holds_the_users_settings(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """XDG_CONFIG_HOME inside the workspace, its agent-tutorial folder not made yet: a
+    command that made it could write a store that trusts any project."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(workspace / ".xdg"))
+    store = workspace / ".xdg" / "agent-tutorial" / "trusted-projects.json"
+
+    output, _ = bash_run(
+        run_cli,
+        loopback,
+        f"mkdir -p .xdg/agent-tutorial; echo '{{}}' > .xdg/agent-tutorial/{store.name}",
+    )
+
+    assert "Read-only file system" in output
+    assert not store.exists()
+
+
 def test_from_a_subdirectory_the_projects_state_folder_is_read_only_and_its_env_hidden(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
