@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent_tutorial.adapters.provider_errors import classify_error, stated_window
+from agent_tutorial.adapters.provider_errors import classify_error, room_for_output, stated_window
 from agent_tutorial.core.model import (
     AuthenticationError,
     BadRequestError,
@@ -576,3 +576,18 @@ def test_an_overflow_whose_window_only_the_sdk_message_states_carries_it() -> No
 )
 def test_a_window_that_is_not_a_plain_count_of_tokens_is_not_taken(body: object) -> None:
     assert stated_window(body) is None
+
+
+@pytest.mark.parametrize(
+    ("window", "read"), [(255, None), (256, (256, 56)), (4_096, (4_096, 3_896))]
+)
+def test_the_room_a_refusal_states_is_read_only_from_a_window_context_window_would_take(
+    window: int, read: tuple[int, int] | None
+) -> None:
+    """A server saying 'maximum context length is 8 tokens' must not cap every later reply."""
+    message = (
+        f"This model's maximum context length is {window} tokens and your request has "
+        "200 input tokens (4000 > 200 - 200). Please reduce the length."
+    )
+
+    assert room_for_output({"error": {"message": message}}) == read

@@ -140,6 +140,8 @@ def room_for_output(body: object) -> tuple[int, int] | None:
         match = pattern.search(text)
         if match is not None:
             window = int(match.group("window"))
+            if not valid_context_window(window):  # as stated_window: not a window to keep to
+                return None
             return window, window - int(match.group("prompt"))
     return None
 
