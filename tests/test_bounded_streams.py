@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from agent_tutorial.adapters.bounded_transport import BoundedClient, DeadlinePassed, ReplyBounds
+from agent_tutorial.adapters.chat_stream import MAX_TOOL_NAME_CHARS
 from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 from agent_tutorial.core.messages import user_message
@@ -266,6 +267,22 @@ def test_one_byte_of_arguments_past_the_cap_ends_the_reply(
         f"the endpoint sent a tool call ('write_file') whose arguments pass "
         f"{ARGUMENT_CAP_BYTES} bytes (max_tool_argument_bytes); the reply was stopped there"
     )
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+@pytest.mark.parametrize("length", [MAX_TOOL_NAME_CHARS, MAX_TOOL_NAME_CHARS + 1])
+def test_a_tool_name_past_its_cap_ends_the_reply(
+    loopback: LoopbackServer, make_adapter: MakeAdapter, stream: bool, length: int
+) -> None:
+    name = "n" * length
+    loopback.queue(tool_stream([("call_1", name, "{}")]))
+
+    if length > MAX_TOOL_NAME_CHARS:
+        with pytest.raises(ProviderError, match="tool name longer than 256 characters"):
+            capped(make_adapter, stream=stream).complete(ask())
+    else:
+        [call] = capped(make_adapter, stream=stream).complete(ask()).message.tool_calls
+        assert call.name == name
 
 
 def test_the_argument_cap_is_per_call(loopback: LoopbackServer, make_adapter: MakeAdapter) -> None:

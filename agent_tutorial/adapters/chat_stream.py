@@ -75,6 +75,10 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 }
 
 
+MAX_TOOL_NAME_CHARS = 256
+"""Far past any tool's name (OpenAI allows 64): a longer one is a server gone wrong."""
+
+
 @dataclass
 class _PartialCall:
     id: str
@@ -85,8 +89,14 @@ class _PartialCall:
 
     def add_name(self, name: str) -> None:
         # Some servers repeat the whole name in every delta, others split it.
-        if name != self.name:
-            self.name += name
+        if name == self.name:
+            return
+        if len(self.name) + len(name) > MAX_TOOL_NAME_CHARS:  # else endless, and copied each time
+            raise ProviderError(
+                f"the endpoint sent a tool name longer than {MAX_TOOL_NAME_CHARS} characters "
+                f"({one_line(self.name[:40])!r}…); the reply was stopped there"
+            )
+        self.name += name
 
     def continues_with(self, index: int | None, call_id: str | None) -> bool:
         """Whether a delta belongs to this call: neither its index nor a non-empty id differ
