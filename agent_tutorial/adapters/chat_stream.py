@@ -9,13 +9,12 @@ No SDK calls here; the SDK's chunk and completion types are only read.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeGuard
 
 from agent_tutorial.adapters.provider_errors import one_line
-from agent_tutorial.core.messages import ToolCall, assistant_message
+from agent_tutorial.core.messages import ToolCall, assistant_message, new_call_id
 from agent_tutorial.core.model import FinishReason, ModelReply, ProviderError, Usage
 from agent_tutorial.core.tools import utf8_size
 
@@ -117,7 +116,7 @@ class _PartialCall:
         arguments = "".join(self.arguments)
         # Servers send "" for a call without arguments; "{}" is what the tool and every
         # provider reading the history back expect.
-        call_id = self.id or f"call_{uuid.uuid4().hex[:24]}"
+        call_id = self.id or new_call_id()
         return ToolCall(id=call_id, name=self.name, arguments=arguments or "{}")
 
 

@@ -13,7 +13,6 @@ Streamed text passes through `HeldCallText`, so the call text is never shown as 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Literal
@@ -21,7 +20,7 @@ from typing import Literal
 from agent_tutorial.adapters.text_call_stream import HeldCallText
 from agent_tutorial.adapters.text_calls import CallsInText, read_calls
 from agent_tutorial.adapters.text_protocol import as_text_protocol
-from agent_tutorial.core.messages import ToolCall, assistant_message
+from agent_tutorial.core.messages import ToolCall, assistant_message, new_call_id
 from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest, Usage
 
 
@@ -95,8 +94,7 @@ class TextToolCalls:
 
 def _as_calls(reply: ModelReply, found: CallsInText, usage: Usage | None) -> ModelReply:
     calls = tuple(
-        ToolCall(id=f"call_{uuid.uuid4().hex[:24]}", name=call.name, arguments=call.arguments)
-        for call in found.calls
+        ToolCall(id=new_call_id(), name=call.name, arguments=call.arguments) for call in found.calls
     )
     message = assistant_message(found.prose or None, calls)
     # A reply cut at its cap stays cut (the loop reports it); any other finish is a call.

@@ -6,6 +6,7 @@ before the next non-tool message, and no tool message answers anything else.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -72,6 +73,12 @@ def tool_message(content: str, tool_call_id: str) -> ToolMessage:
 
 def tool_call(id: str, name: str, arguments: str) -> ToolCall:
     return ToolCall(id=id, name=name, arguments=arguments)
+
+
+def new_call_id() -> str:
+    """An id in OpenAI's shape for a call that came without one (some servers send none,
+    and a call read from a model's text has none)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
 
 
 def to_wire(message: ChatMessage) -> dict[str, Any]:
