@@ -121,16 +121,22 @@ def starts_a_trigger(tail: str) -> bool:
     return any(word.startswith(tail) for word in _TRIGGER_WORDS)
 
 
+def _could_become(word: str, text: str, position: int) -> bool:
+    """Whether the rest of `text` from `position` is a start of `word` (all of it so far),
+    without copying a long rest only to find it longer than the word."""
+    return len(text) - position <= len(word) and word.startswith(text[position:])
+
+
 def _block(text: str, position: int, offered: Collection[str]) -> _Read:
     if text.startswith(_OPEN_TAG, position):
         return _tagged(text, position + len(_OPEN_TAG), offered)
     if text.startswith(_FENCE, position):
         return _fenced(text, position, offered)
-    if text.startswith("functions.", position) or "functions.".startswith(text[position:]):
+    if text.startswith("functions.", position) or _could_become("functions.", text, position):
         return _functions(text, position, offered)
     if text.startswith("{", position):
         return _call_object(text, position, offered)
-    if any(word.startswith(text[position:]) for word in (_OPEN_TAG, _FENCE)):
+    if any(_could_become(word, text, position) for word in (_OPEN_TAG, _FENCE)):
         return OPEN
     return None
 
@@ -144,7 +150,7 @@ def _tagged(text: str, position: int, offered: Collection[str]) -> _Read:
     end = _skip_space(text, inner.end)
     if text.startswith(_CLOSE_TAG, end):
         return _Block(inner.calls, end + len(_CLOSE_TAG))
-    if _CLOSE_TAG.startswith(text[end:]):  # nothing after it, or part of the tag so far
+    if _could_become(_CLOSE_TAG, text, end):  # nothing after it, or part of the tag so far
         return OPEN if end < len(text) else _Block(inner.calls, end)
     return None
 
@@ -164,7 +170,7 @@ def _fenced(text: str, position: int, offered: Collection[str]) -> _Read:
         inner = _skip_space(text, inner)
         if text.startswith(_FENCE, inner):
             return _Block(tuple(calls), inner + len(_FENCE)) if calls else None
-        if _FENCE.startswith(text[inner:]):
+        if _could_become(_FENCE, text, inner):
             return OPEN
         block = (
             _tagged(text, inner + len(_OPEN_TAG), offered)
@@ -172,7 +178,7 @@ def _fenced(text: str, position: int, offered: Collection[str]) -> _Read:
             else _call_object(text, inner, offered)
         )
         if not isinstance(block, _Block):
-            return OPEN if block is OPEN or _OPEN_TAG.startswith(text[inner:]) else None
+            return OPEN if block is OPEN or _could_become(_OPEN_TAG, text, inner) else None
         calls += block.calls
         inner = block.end
 
