@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -141,9 +142,21 @@ def marker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     value = uuid4().hex
     monkeypatch.setenv(MARKER_VARIABLE, value)
     yield value
-    for pid, _ in processes_with_marker(value):
-        if pid != os.getpid():
-            os.kill(pid, signal.SIGKILL)
+    # SIGTERM first: a leftover agent (this fixture is torn down before a terminal the test
+    # opened after it) then removes its sandbox's temporary directory, as it would for a user.
+    _signal_leftovers(value, signal.SIGTERM)
+    wait_until(lambda: not _leftovers(value), timeout_s=5.0)
+    _signal_leftovers(value, signal.SIGKILL)
+
+
+def _leftovers(marker: str) -> list[int]:
+    return [pid for pid, _ in processes_with_marker(marker) if pid != os.getpid()]
+
+
+def _signal_leftovers(marker: str, number: signal.Signals) -> None:
+    for pid in _leftovers(marker):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, number)
 
 
 @dataclass

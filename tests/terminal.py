@@ -146,9 +146,20 @@ class Terminal:
         status = self.child.exitstatus
         return status if status is not None else -(self.child.signalstatus or 0)
 
+    def hang_up(self, timeout_s: float = WAIT_S) -> int:
+        """What closing the terminal window does: SIGHUP, then the exit status."""
+        self.child.kill(signal.SIGHUP)
+        return self.wait_for_exit(timeout_s)
+
     def close(self) -> None:
+        # Hang up first and let the program clean up (its sandbox's temporary directory);
+        # pexpect's terminate() follows SIGHUP with SIGINT and SIGKILL a tenth of a second
+        # later, which cut that short and left the directory behind.
         if self.child.isalive():
-            self.child.terminate(force=True)
+            try:
+                self.hang_up(timeout_s=5.0)
+            except AssertionError:
+                self.child.terminate(force=True)
         self.child.close()
 
     def _read(self, timeout_s: float) -> bool:

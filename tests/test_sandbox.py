@@ -26,6 +26,7 @@ from agent_tutorial.adapters.sandbox import (
     SandboxMode,
     SandboxPolicy,
     SandboxUnavailableError,
+    private_temporary_directory,
     sandbox_available,
     sandbox_denial_hint,
     sandboxed,
@@ -740,6 +741,13 @@ def test_the_private_temporary_directory_goes_with_what_commands_locked(place: P
     mode, _path, gone = session.stdout.split()
     assert (mode, gone) == ("0o700", "False")
     assert place.outside.is_dir()
+
+
+def test_a_private_temporary_directory_a_cleaner_removed_first_ends_quietly() -> None:
+    with private_temporary_directory() as private:
+        private.rmdir()  # what a /tmp cleaner may do during a long session
+
+    assert not private.exists()
 
 
 @pytest.mark.parametrize("refusal", ["Connection refused", "Couldn't connect to server"])

@@ -316,16 +316,14 @@ def test_ctrl_c_then_a_prompt_then_ctrl_c_stays_and_ctrl_d_leaves_with_0(
 
 
 def farewell(terminal: Terminal) -> str:
-    """The `resume with:` command as the screen shows it, its rows joined as the terminal
-    wrapped them (a row that fills the width goes on in the next one)."""
+    """The `resume with:` command as the screen shows it: the last thing printed, its rows
+    joined as the terminal wrapped them. A row that does not fill the width wrapped after a
+    space, which the screen cannot tell from an empty cell, so a space goes back there (a
+    path one character longer put the session id alone on the next row)."""
     lines = terminal.lines()
     start = max(index for index, line in enumerate(lines) if line.startswith("resume with: "))
     rows = [line for line in lines[start:] if line]
-    joined = ""
-    for row in rows:
-        joined += row
-        if len(row) < terminal.screen.columns:
-            break
+    joined = "".join(row + " " * (len(row) < terminal.screen.columns) for row in rows)
     return joined.removeprefix("resume with: ")
 
 

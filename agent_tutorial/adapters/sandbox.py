@@ -271,7 +271,8 @@ def private_temporary_directory(prefix: str = "agent-tutorial-sandbox-") -> Iter
     try:
         yield path
     finally:
-        _remove_tree(path)
+        with contextlib.suppress(FileNotFoundError):  # a /tmp cleaner was there first
+            _remove_tree(path)
 
 
 def _remove_tree(path: Path) -> None:
