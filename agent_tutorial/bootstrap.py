@@ -35,7 +35,7 @@ from agent_tutorial.core.events import (
 )
 from agent_tutorial.core.hooks import HookError, HookGuard, HookInput, HookRegistry
 from agent_tutorial.core.loop import AgentRunner, CallGuard, RequestGuidance, TurnGuard
-from agent_tutorial.core.messages import ChatMessage, system_message
+from agent_tutorial.core.messages import ChatMessage, project_context_message, system_message
 from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest
 from agent_tutorial.core.permissions import (
     ApprovalAnswer,
@@ -90,9 +90,16 @@ BASE_PROMPT = """\
 You are agent-tutorial, a coding agent working in the user's project.
 Use the tools to inspect the project before you answer; never guess file contents.
 Keep answers short and concrete. When you are done, answer without calling a tool."""
-PROJECT_PROMPT = "The project is at {workspace}; the tools take paths relative to it."
-"""The first per-project line. Everything before it is the same in every project and
-session of a chapter, so a server's prompt cache holds it across them."""
+PROJECT_PROMPT = (
+    "The project is at {workspace}; the tools take paths relative to it. You have not seen "
+    "its files. Never answer from memory: every answer about them must come from a tool "
+    "result in this conversation."
+)
+"""The last line says the base prompt's rule again, right before the user's request: a
+small model reads it there. Qwen2.5-Coder-1.5B answered "3" and "1000" at once with only
+the base prompt's rule; with this line it called a tool first in each of the six real
+tasks (`make test-real`)."""
+ARTIFACTS_PROMPT = "Large tool results are saved under {artifacts}."
 
 CHAPTER_GUIDANCE = {
     Capability.FILE_TOOLS: "Prefer read_file, glob and grep over shell commands for reading.",
@@ -102,8 +109,8 @@ CHAPTER_GUIDANCE = {
     "as you go.",
     Capability.SUBAGENTS: "Delegate a self-contained investigation with task; the helper "
     "starts fresh, so give it everything it needs in the prompt.",
-    Capability.COMPACTION: "Large tool results are saved to {artifacts} and "
-    "shown as previews; read the file with read_file if you need more of it.",
+    Capability.COMPACTION: "Large tool results are saved to files and shown as previews; "
+    "read the file with read_file if you need more of it.",
 }
 # A subagent has neither todo_write nor task, so it is not told to use them.
 PARENT_ONLY_GUIDANCE = frozenset({Capability.TODOS, Capability.SUBAGENTS})
@@ -301,15 +308,18 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     guards, turn_guards = _guards(profile, deps, hooks)
     guidance = _add_todos_and_task(agent, deps, tools, guards)
     _add_project_knowledge(agent, deps, tools)
-    system_prompt = _system_prompt(agent)  # with AGENTS.md and the skill catalog: build once
+    system_prompt = _system_prompt(agent)
+    project_context = _project_context(agent)  # with AGENTS.md and the skills: build once
     model = deps.model
     if Capability.COMPACTION in profile:
-        model = _add_compaction(agent, deps, tools, hooks, system_prompt)
+        framing = (system_prompt, project_context)
+        model = _add_compaction(agent, deps, tools, hooks, framing)
         guidance.append(ContinueAfterSummary())
     agent.runner = AgentRunner(
         model,
         tools,
         system_prompt=system_prompt,
+        project_context=project_context,
         max_turns=deps.max_turns or deps.settings.max_turns,
         context=agent.compaction,
         redaction=redactor,
@@ -380,7 +390,7 @@ def _add_compaction(
     deps: AgentDeps,
     tools: ToolRegistry,
     hooks: HookRegistry | None,
-    system_prompt: str,
+    framing: tuple[str, str],
 ) -> ModelClient:
     """Chapter 8: the compaction manager becomes the runner's context. Returns the model
     the runner should call: metered, so that each reply calibrates bytes per token (by the
@@ -402,7 +412,7 @@ def _add_compaction(
         deps.settings.compaction,
         context_window_tokens=deps.settings.context_window_tokens,
         on_event=deps.events.emit,
-        window_accounting=_window_accounting(agent, deps.settings, tools, system_prompt),
+        window_accounting=_window_accounting(agent, deps.settings, tools, framing),
         tools_workspace=deps.workspace,
     )
     return model
@@ -418,12 +428,17 @@ def _use_stated_window(agent: Agent, events: EventBus, tokens: int) -> None:
 
 
 def _window_accounting(
-    agent: Agent, settings: Settings, tools: ToolRegistry, system_prompt: str
+    agent: Agent, settings: Settings, tools: ToolRegistry, framing: tuple[str, str]
 ) -> WindowAccounting:
-    """What every request carries besides the history (the system prompt, the tool schemas
-    and room for reminders), the reply's cap, and the meter's calibration, which each reply
-    refines: with these the manager turns the window into a byte budget."""
-    prompt = [system_message(system_prompt)]
+    """What every request carries besides the history (the system prompt, the project
+    context, the tool schemas and room for reminders), the reply's cap, and the meter's
+    calibration, which each reply refines: with these the manager turns the window into a
+    byte budget."""
+    system_prompt, project_context = framing
+    prompt: list[ChatMessage] = [
+        system_message(system_prompt),
+        project_context_message(project_context),
+    ]
     allowance = settings.compaction.reminder_allowance_bytes
     reserved = request_utf8_bytes(prompt, tools.specs()) + allowance
     calibration = agent.context_meter.calibration
@@ -431,17 +446,26 @@ def _window_accounting(
 
 
 def _system_prompt(agent: Agent, *, subagent: bool = False) -> str:
-    """The fixed part first: the base prompt and one line of guidance per capability, the
-    same in every project (a local server's prompt cache and a provider's prefix cache keep
-    it across projects and sessions). Then this project's part: where it is, its
-    instructions (always on) and the skill catalog (loaded on demand)."""
-    parts = [BASE_PROMPT]
-    parts += [
-        text.format(artifacts=_artifacts_shown(agent))
+    """The base prompt and one line of guidance per capability: the same in every project
+    and session of a chapter, so a local server's prompt cache and a provider's prefix
+    cache keep it (and the tools a chat template puts after it) across them."""
+    guidance = [
+        text
         for capability, text in CHAPTER_GUIDANCE.items()
         if capability in agent.profile and not (subagent and capability in PARENT_ONLY_GUIDANCE)
     ]
-    parts.append(PROJECT_PROMPT.format(workspace=encodable(str(agent.workspace))))
+    return "\n\n".join([BASE_PROMPT, *guidance])
+
+
+def _project_context(agent: Agent) -> str:
+    """This project's part, sent after the system prompt (`AgentRunner.project_context`):
+    where it is and where its artifacts go, its instructions (always on) and the skill
+    catalog (loaded on demand). Out of the system prompt, so that the system prompt, and
+    the tools a chat template puts after it, are the same in every project and session
+    of a chapter, and a server's prompt cache holds them."""
+    parts = [PROJECT_PROMPT.format(workspace=encodable(str(agent.workspace)))]
+    if Capability.COMPACTION in agent.profile:
+        parts.append(ARTIFACTS_PROMPT.format(artifacts=_artifacts_shown(agent)))
     if agent.instructions is not None:
         parts.append(agent.instructions.prompt_text())
     if agent.skills is not None:
@@ -605,6 +629,7 @@ def _child_runner(deps: AgentDeps, parent: Agent, guards: Sequence[CallGuard]) -
         deps.model,
         subagent_tools(parent.runner.tools),
         system_prompt=_system_prompt(parent, subagent=True),
+        project_context=_project_context(parent),
         max_turns=SUBAGENT_MAX_TURNS,
         context=None if parent.compaction is None else parent.compaction.for_subagent(),
         redaction=parent.runner.redaction,

@@ -179,7 +179,7 @@ class Settings(BaseSettings):
     """The most piped standard input `run` accepts as (part of) the prompt; more is refused."""
 
     project_instructions_max_bytes: int = Field(default=32 * 1024, ge=1, le=4 * MiB)
-    """How much of AGENTS.md (or CLAUDE.md) goes into the system prompt (chapter 7 on);
+    """How much of AGENTS.md (or CLAUDE.md) goes into the project context (chapter 7 on);
     the rest is cut, with a one-line warning."""
 
     max_output_tokens: int = Field(default=_WIRE.max_output_tokens, ge=1, le=MAX_TOKENS)

@@ -514,12 +514,12 @@ def large_prompt_warning(size: int, threshold: int, agent: Agent) -> Text:
 
 
 def _instructions_text(instructions: ProjectInstructions | None) -> str:
-    """`AGENTS.md, 1.2 KB (always in the system prompt)`, or why there are none."""
+    """`AGENTS.md, 1.2 KB (always sent to the model)`, or why there are none."""
     if instructions is None:
         return "none (no AGENTS.md or CLAUDE.md from the project root down)"
     sent = format_bytes(len(instructions.text.encode()))
     cut = f", cut from {format_bytes(instructions.size)}" if instructions.truncated else ""
-    return f"{instructions.file_name}, {sent}{cut} (always in the system prompt)"
+    return f"{instructions.file_name}, {sent}{cut} (always sent to the model)"
 
 
 def _project_root_text(agent: Agent) -> str:

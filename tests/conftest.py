@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -120,6 +121,13 @@ def processes_with_marker(marker: str) -> list[tuple[int, str]]:
         if needle in environment:
             found.append((int(entry.name), command))
     return found
+
+
+def session_messages(workspace: Path) -> list[dict[str, Any]]:
+    """Canonical history as the one session file in `workspace` saved it (wire form)."""
+    (session,) = (workspace / ".agent_tutorial" / "sessions").glob("*.jsonl")
+    records = [json.loads(line) for line in session.read_text().splitlines()]
+    return [record["message"] for record in records if record["type"] == "message"]
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> bool:

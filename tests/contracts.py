@@ -16,6 +16,7 @@ from tests.loopback import (
     LoopbackServer,
     Reply,
     error_reply,
+    exchanged,
     reminder_text,
     system_notes,
     text_stream,
@@ -82,8 +83,8 @@ def assert_child_starts_fresh(
 ) -> None:
     """A subagent's requests hold only its own prompt and work: nothing of the parent's
     conversation, and neither `task` nor `todo_write` among its tools."""
-    assert [m["role"] for m in child_requests[0]["messages"]] == ["system", "user"]
-    assert child_requests[0]["messages"][1]["content"] == child_prompt
+    assert child_requests[0]["messages"][0]["role"] == "system"
+    assert exchanged(child_requests[0]) == [{"role": "user", "content": child_prompt}]
     for body in child_requests:
         assert parent_secret not in str(body["messages"])
         assert "task" not in tool_names(body)
@@ -158,11 +159,16 @@ def is_summary_request(body: Body) -> bool:
 
 
 def wire_summary(body: Body) -> dict[str, Any]:
-    """The summary a request carries: on the wire it is merged into the one leading system
-    message, as its last paragraph."""
-    system = body["messages"][0]
-    assert system["role"] == "system"
-    return cast(dict[str, Any], json.loads(system["content"].rpartition("\n\n")[2]))
+    """The summary a request carries: the package sends it as a `<system-reminder>` user
+    turn after the project context, so the leading system message stays the system prompt;
+    the ch08 lesson merges it into that system message, as its last paragraph."""
+    messages = body["messages"]
+    assert messages[0]["role"] == "system"
+    places = [messages[0]["content"].rpartition("\n\n")[2]]
+    places += [text for text in map(reminder_text, messages) if text is not None]
+    summaries = [json.loads(text) for text in places if '"kind":"compacted_history"' in text]
+    assert len(summaries) == 1, messages
+    return cast(dict[str, Any], summaries[0])
 
 
 def request_kinds(loopback: LoopbackServer) -> list[str]:

@@ -52,30 +52,62 @@ class Reply:
 Responder = Reply | Callable[[dict[str, Any]], Reply]
 
 _REMINDER = re.compile(r"<system-reminder>\n(.*)\n</system-reminder>", re.DOTALL)
+_PROJECT_CONTEXT = re.compile(r"<project_context>\n(.*)\n</project_context>", re.DOTALL)
 
 
 def reminder_text(message: dict[str, Any]) -> str | None:
     """The note inside a `<system-reminder>` user turn, or None for any other message."""
+    return _user_text_inside(_REMINDER, message)
+
+
+def project_context_text(message: dict[str, Any]) -> str | None:
+    """The project context (where the project is, AGENTS.md, the skills) inside its
+    `<project_context>` user turn, or None for any other message."""
+    return _user_text_inside(_PROJECT_CONTEXT, message)
+
+
+def _user_text_inside(marks: re.Pattern[str], message: dict[str, Any]) -> str | None:
     if message.get("role") != "user" or not isinstance(message.get("content"), str):
         return None
-    match = _REMINDER.fullmatch(message["content"])
+    match = marks.fullmatch(message["content"])
     return match.group(1) if match else None
 
 
 def system_notes(body: dict[str, Any]) -> list[str]:
-    """What a request says as the system: its leading system message, then each reminder."""
+    """What a request says as the agent rather than the user: its leading system message,
+    the project context, then each reminder."""
     messages = body["messages"]
     notes = [str(messages[0]["content"])] if messages and messages[0]["role"] == "system" else []
+    notes += [text for text in map(project_context_text, messages) if text is not None]
     return notes + [text for text in map(reminder_text, messages) if text is not None]
 
 
 def conversation(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """A request's messages without its system message and reminders."""
+    """A request's messages without its system message, project context and reminders."""
     return [
         message
         for message in body["messages"]
-        if message["role"] != "system" and reminder_text(message) is None
+        if message["role"] != "system"
+        and reminder_text(message) is None
+        and project_context_text(message) is None
     ]
+
+
+def exchanged(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A request's messages after its system prompt and project context: the conversation,
+    reminders and all."""
+    return [
+        message
+        for message in body["messages"]
+        if message["role"] != "system" and project_context_text(message) is None
+    ]
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """The system prompt and the project context of a request, as the model reads them."""
+    messages = body["messages"]
+    system = [str(m["content"]) for m in messages if m["role"] == "system"]
+    return "\n\n".join(system + [t for t in map(project_context_text, messages) if t is not None])
 
 
 def _usage_chunk(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from agent_tutorial.config import load_settings
 from agent_tutorial.core.events import EventBus, Notice
 from agent_tutorial.core.hooks import HookError, HookInput, HookOutcome, HookRegistry
 from agent_tutorial.core.loop import FullContext
-from agent_tutorial.core.messages import ToolMessage, tool_call
+from agent_tutorial.core.messages import ToolMessage, is_project_context, tool_call
 from agent_tutorial.features.compaction import CompactionSettings, summary_message
 from agent_tutorial.profiles import P07, P08, PROFILES
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
@@ -83,7 +83,8 @@ def test_a_subagents_large_results_are_persisted_without_touching_the_parents_co
     (child_result,) = [m for m in child_request if isinstance(m, ToolMessage)]
     assert child_result.content.startswith("<persisted-tool-result>\n")
     parent_after_task = model.requests[3].messages
-    assert parent_after_task[1] == summary  # after the system prompt: the parent's summary
+    assert is_project_context(parent_after_task[1])
+    assert parent_after_task[2] == summary  # after the project context: the parent's summary
 
 
 def test_each_chapter_offers_a_prefix_of_the_chapter_8_tools(workspace: Path) -> None:

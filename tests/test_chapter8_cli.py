@@ -16,7 +16,7 @@ from agent_tutorial.features.compaction import (
     CONTINUE_AFTER_SUMMARY,
     SUMMARY_SYSTEM_PROMPT,
 )
-from tests.conftest import CliRun, RunCli
+from tests.conftest import CliRun, RunCli, session_messages
 from tests.contracts import (
     ANY_PATH,
     ARTIFACTS,
@@ -58,12 +58,6 @@ def read_file_output(workspace: Path, path: str) -> str:
     )
     assert not result.is_error, result.content
     return result.content
-
-
-def session_messages(workspace: Path) -> list[Body]:
-    (session,) = (workspace / ".agent_tutorial" / "sessions").glob("*.jsonl")
-    records = [json.loads(line) for line in session.read_text().splitlines()]
-    return [record["message"] for record in records if record["type"] == "message"]
 
 
 def run_chapter_8(run_cli: RunCli, *extra: str) -> CliRun:
@@ -256,7 +250,7 @@ def test_overflow_is_compacted_and_retried_once(
     assert request_kinds(loopback) == ["agent", "summary", "agent"]
     retried = loopback.requests[2]
     assert wire_summary(retried)["kind"] == "compacted_history"
-    assert retried["messages"][1] == {"role": "user", "content": "Read the files."}
+    assert conversation(retried)[0] == {"role": "user", "content": "Read the files."}
     assert "reactive: prompt too long" in result.stderr
 
 

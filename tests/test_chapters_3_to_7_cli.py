@@ -9,7 +9,6 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -32,13 +31,9 @@ from tests.contracts import (
     tool_reply_for,
 )
 from tests.event_log import EventLog
-from tests.loopback import LoopbackServer, system_notes, text_stream, tool_stream
+from tests.loopback import LoopbackServer, prompt_text, text_stream, tool_stream
 
 # --- helpers -----------------------------------------------------------------------------
-
-
-def system_texts(body: dict[str, Any]) -> list[str]:
-    return system_notes(body)
 
 
 def assert_every_request_paired(loopback: LoopbackServer) -> None:
@@ -441,7 +436,7 @@ def test_ch7_catalog_is_in_the_system_prompt_and_load_skill_returns_the_body(
     result = run_cli("run", "--chapter", "7", "--prompt", "write release notes")
 
     assert result.exit_code == 0, result.stderr
-    system_prompt = system_texts(loopback.requests[0])[0]
+    system_prompt = prompt_text(loopback.requests[0])
     assert "- release-notes: How this team writes release notes." in system_prompt
     assert "BODY-MARKER-42" not in str(loopback.requests[0]["messages"])
     assert tool_names(loopback.requests[0])[-1] == "load_skill"
@@ -499,7 +494,7 @@ def test_ch7_subagent_sees_the_skill_catalog_but_no_guidance_for_tools_it_lacks(
     result = run_cli("run", "--chapter", "7", "--prompt", "delegate")
 
     assert result.exit_code == 0, result.stderr
-    child_system = system_texts(loopback.requests[1])[0]
+    child_system = prompt_text(loopback.requests[1])
     assert "- release-notes: How this team writes release notes." in child_system
     assert "load_skill" in tool_names(loopback.requests[1])
     assert "todo_write" not in child_system

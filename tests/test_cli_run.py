@@ -9,7 +9,14 @@ import pytest
 
 from agent_tutorial.core.messages import from_wire, validate_tool_pairing
 from tests.conftest import TEST_API_KEY, CliRun, RunCli
-from tests.loopback import LoopbackServer, cut_stream, error_reply, text_stream, tool_stream
+from tests.loopback import (
+    LoopbackServer,
+    cut_stream,
+    error_reply,
+    exchanged,
+    text_stream,
+    tool_stream,
+)
 
 
 def assert_every_request_paired(loopback: LoopbackServer) -> None:
@@ -89,7 +96,7 @@ def test_prompt_is_read_from_piped_stdin(run_cli: RunCli, loopback: LoopbackServ
     result = run_cli("run", "--chapter", "2", input="summarise the repo\n")
 
     assert result.exit_code == 0
-    user = [m for m in loopback.requests[0]["messages"] if m["role"] == "user"]
+    user = [m for m in exchanged(loopback.requests[0]) if m["role"] == "user"]
     assert user[0]["content"].strip() == "summarise the repo"
 
 

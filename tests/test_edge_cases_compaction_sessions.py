@@ -47,7 +47,7 @@ from agent_tutorial.run_summary import RunSummary
 from agent_tutorial.testing import ScriptedModel, ScriptedReply, text_reply, tool_reply
 from tests.conftest import TEST_API_KEY, costly_property
 from tests.event_log import EventLog
-from tests.loopback import LoopbackServer, text_stream
+from tests.loopback import LoopbackServer, reminder_text, text_stream
 from tests.strategies import MessageGroup, paired_message_groups
 from tests.test_compaction_support import (
     BIG,
@@ -265,8 +265,9 @@ def test_reactive_summary_after_an_automatic_one_is_restored_on_resume(workspace
     assert resumed.agent.compaction.prepare(history) == expected
 
 
-def contents_after_system_prompt(request: ModelRequest) -> list[str]:
-    return [to_wire(m)["content"] for m in request.messages[1:]]
+def contents_after_project_context(request: ModelRequest) -> list[str]:
+    """The request's contents after the system prompt and the project context."""
+    return [to_wire(m)["content"] for m in request.messages[2:]]
 
 
 def test_compact_then_more_turns_then_continue_in_a_new_process_keeps_the_summary(
@@ -287,10 +288,10 @@ def test_compact_then_more_turns_then_continue_in_a_new_process_keeps_the_summar
 
     assert finished.returncode == 0, finished.stderr
     assert "summary:" not in finished.stderr  # nothing was summarised again
-    # On the wire the restored summary is merged into the one leading system message.
-    system, *rest = loopback.requests[0]["messages"]
+    # On the wire the restored summary is a reminder after the project context.
+    _system, _project, summary_turn, *rest = loopback.requests[0]["messages"]
     summary, *after_summary = [to_wire(message)["content"] for message in expected]
-    assert system["content"].endswith("\n\n" + summary)
+    assert reminder_text(summary_turn) == summary
     assert [message["content"] for message in rest] == after_summary
 
 
@@ -386,7 +387,7 @@ def test_ctrl_c_during_compact_returns_to_the_prompt_with_nothing_changed(
     assert "compaction interrupted" in err_text(repl)
     model = repl.conversation.setup.model
     assert isinstance(model, ScriptedModel)
-    assert contents_after_system_prompt(model.requests[2]) == ["q1", "a1", "q2"]
+    assert contents_after_project_context(model.requests[2]) == ["q1", "a1", "q2"]
 
 
 def test_resume_of_the_current_session_keeps_the_conversation_and_its_file(

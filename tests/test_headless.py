@@ -32,7 +32,7 @@ from tests.conftest import (
     cli_environment,
     wait_until,
 )
-from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
+from tests.loopback import LoopbackServer, Reply, error_reply, exchanged, text_stream, tool_stream
 from tests.terminal import Terminal
 from tests.test_chapters_3_to_7_cli import hook_table, python_hook, write_config
 
@@ -331,7 +331,7 @@ def test_piped_input_and_prompt_are_joined_input_first(
 
     run_cli("run", "-c", "2", "-p", "explain this log", input="line one\nline two\n")
 
-    user = [m for m in loopback.requests[0]["messages"] if m["role"] == "user"]
+    user = [m for m in exchanged(loopback.requests[0]) if m["role"] == "user"]
     assert user[0]["content"] == "line one\nline two\n\nexplain this log"
 
 

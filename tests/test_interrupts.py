@@ -49,7 +49,7 @@ from tests.conftest import (
     start_cli,
     wait_until,
 )
-from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
+from tests.loopback import LoopbackServer, Reply, exchanged, text_stream, tool_stream
 from tests.terminal import Terminal
 
 pytestmark = pytest.mark.usefixtures("sigint_raises_keyboard_interrupt")
@@ -231,7 +231,7 @@ def test_ctrl_c_while_the_model_answers_runs_no_tool_and_the_repl_goes_on(
 
     assert "interrupted; the conversation goes on" in repl_at_chapter_2.stderr.getvalue()
     assert not (workspace / "ran.txt").exists()
-    sent = [m for m in loopback.requests[1]["messages"] if m["role"] != "system"]
+    sent = exchanged(loopback.requests[1])
     assert sent == [
         {"role": "user", "content": "first"},
         {"role": "assistant", "content": "[interrupted by the user]"},

@@ -8,15 +8,23 @@ from pathlib import Path
 
 from agent_tutorial.features.project_instructions import read_project_instructions
 from tests.conftest import RunCli
-from tests.loopback import LoopbackServer, text_stream
+from tests.loopback import LoopbackServer, project_context_text, prompt_text, text_stream
 
 RULE = "Always run `make check` before saying a change is done."
 
 
-def system_prompt(loopback: LoopbackServer, request: int = 0) -> str:
-    first = loopback.requests[request]["messages"][0]
-    assert first["role"] == "system"
-    return str(first["content"])
+def project_context(loopback: LoopbackServer, request: int = 0) -> str:
+    """The project context of a request, where the instructions go."""
+    (context,) = [
+        text
+        for text in map(project_context_text, loopback.requests[request]["messages"])
+        if text is not None
+    ]
+    return context
+
+
+def whole_prompt(loopback: LoopbackServer, request: int = 0) -> str:
+    return prompt_text(loopback.requests[request])
 
 
 def test_agents_md_reaches_the_first_request(
@@ -28,7 +36,7 @@ def test_agents_md_reaches_the_first_request(
     result = run_cli("run", "-c", "7", "-p", "hi")
 
     assert result.exit_code == 0, result.stderr
-    prompt = system_prompt(loopback)
+    prompt = project_context(loopback)
     assert RULE in prompt and "Project instructions from AGENTS.md" in prompt
 
 
@@ -40,7 +48,7 @@ def test_claude_md_is_read_when_there_is_no_agents_md(
 
     run_cli("run", "-c", "7", "-p", "hi")
 
-    assert "from CLAUDE.md" in system_prompt(loopback)
+    assert "from CLAUDE.md" in project_context(loopback)
 
 
 def test_agents_md_wins_over_claude_md(
@@ -52,7 +60,7 @@ def test_agents_md_wins_over_claude_md(
 
     run_cli("run", "-c", "7", "-p", "hi")
 
-    assert "Use tabs" not in system_prompt(loopback)
+    assert "Use tabs" not in whole_prompt(loopback)
 
 
 def test_chapters_before_7_do_not_read_agents_md(
@@ -63,7 +71,7 @@ def test_chapters_before_7_do_not_read_agents_md(
 
     run_cli("run", "-c", "6", "-p", "hi")
 
-    assert RULE not in system_prompt(loopback)
+    assert RULE not in whole_prompt(loopback)
 
 
 def test_a_large_agents_md_is_cut_with_a_one_line_warning(
@@ -76,7 +84,7 @@ def test_a_large_agents_md_is_cut_with_a_one_line_warning(
         "run", "-c", "7", "-p", "hi", env={"AGENT_TUTORIAL_PROJECT_INSTRUCTIONS_MAX_BYTES": "200"}
     )
 
-    assert RULE in system_prompt(loopback) and "LAST LINE" not in system_prompt(loopback)
+    assert RULE in project_context(loopback) and "LAST LINE" not in whole_prompt(loopback)
     notes = [line for line in result.stderr.splitlines() if "AGENTS.md is" in line]
     assert len(notes) == 1 and "first 200" in notes[0]
 
@@ -92,7 +100,7 @@ def test_an_agents_md_symlink_out_of_the_workspace_is_not_read(
     result = run_cli("run", "-c", "7", "-p", "hi")
 
     assert result.exit_code == 0
-    assert "SECRET FROM OUTSIDE" not in system_prompt(loopback)
+    assert "SECRET FROM OUTSIDE" not in whole_prompt(loopback)
     assert "AGENTS.md ignored: it resolves outside the project" in result.stderr
 
 
@@ -184,7 +192,7 @@ def test_the_size_cap_holds_for_all_files_together(workspace: Path) -> None:
 
     assert [found.text for found in read.files] == ["r" * 8, "s" * 4]
     assert read.problems == (
-        "src/AGENTS.md is 8 bytes; only its first 4 are in the system prompt "
+        "src/AGENTS.md is 8 bytes; only its first 4 are sent to the model "
         "(raise project_instructions_max_bytes to send more)",
     )
 

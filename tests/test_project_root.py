@@ -17,7 +17,7 @@ from agent_tutorial.folder_trust import record_trust
 from agent_tutorial.project import find_project
 from tests.conftest import LOOPBACK_MODEL, TEST_API_KEY, RunCli
 from tests.contracts import Body, read_call, tool_contents, write_text_file
-from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
+from tests.loopback import LoopbackServer, Reply, exchanged, prompt_text, text_stream, tool_stream
 
 NOT_IN_THE_ENVIRONMENT = {
     "OPENAI_BASE_URL": None,
@@ -89,7 +89,7 @@ def test_sessions_list_and_continue_from_a_subdirectory_find_the_projects_sessio
 
     assert listed.exit_code == 0 and session_id[:8] in listed.stdout, listed.stdout
     assert code == 0 and f"resumed {session_id}" in stderr
-    assert [m["content"] for m in loopback.requests[1]["messages"][1:]] == ["hi", "first", "hi"]
+    assert [m["content"] for m in exchanged(loopback.requests[1])] == ["hi", "first", "hi"]
 
 
 def test_bench_replays_a_session_of_the_project_from_a_subdirectory(
@@ -253,8 +253,7 @@ def test_a_persisted_result_above_the_start_is_named_absolute_and_read_back(
 
     assert result.exit_code == 0, result.stderr
     assert tool_contents(loopback.requests[2])["read-back"].startswith("200\t200\tbig.txt 00199")
-    system_prompt = loopback.requests[0]["messages"][0]["content"]
-    assert f"Large tool results are saved to {artifacts} and" in system_prompt
+    assert f"Large tool results are saved under {artifacts}." in prompt_text(loopback.requests[0])
 
 
 @pytest.mark.parametrize(
@@ -317,7 +316,7 @@ def test_grep_and_glob_reach_the_artifacts_above_by_absolute_path(
     results = tool_contents(loopback.requests[1])
     assert results == {
         "grep": f"{artifacts}/tool-result-abc.txt:1:needle here",
-        "glob": f"1 file match '*.txt':\n{artifacts}/tool-result-abc.txt",
+        "glob": f"1 file matches '*.txt':\n{artifacts}/tool-result-abc.txt",
     }
 
 
@@ -331,7 +330,7 @@ def test_agents_md_is_gathered_from_the_root_down_to_the_start(
 
     code, _, stderr = run_hi(run_cli, chapter=7)
 
-    prompt = loopback.requests[0]["messages"][0]["content"]
+    prompt = prompt_text(loopback.requests[0])
     assert code == 0, stderr
     assert prompt.index("ROOT RULE") < prompt.index("SRC RULE")
     assert "Project instructions from src/AGENTS.md" in prompt

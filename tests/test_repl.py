@@ -41,7 +41,16 @@ from agent_tutorial.repl import (
 )
 from agent_tutorial.run_summary import RunSummary
 from tests.conftest import LOOPBACK_MODEL, open_loopback_conversation
-from tests.loopback import LoopbackServer, Reply, error_reply, text_stream, tool_stream
+from tests.contracts import wire_summary
+from tests.loopback import (
+    LoopbackServer,
+    Reply,
+    conversation,
+    error_reply,
+    exchanged,
+    text_stream,
+    tool_stream,
+)
 
 ENTER, ALT_ENTER, CTRL_C, CTRL_D = "\r", "\x1b\r", "\x03", "\x04"
 
@@ -81,7 +90,7 @@ def make_repl(workspace: Path, loopback: LoopbackServer) -> Iterator[MakeRepl]:
                 stream_answer=True,
                 markdown=True,
             )
-            conversation = open_loopback_conversation(
+            opened = open_loopback_conversation(
                 cleanup,
                 start or workspace,
                 loopback,
@@ -91,24 +100,20 @@ def make_repl(workspace: Path, loopback: LoopbackServer) -> Iterator[MakeRepl]:
             )
             keys = cleanup.enter_context(create_pipe_input())
             repl = Repl(
-                conversation,
+                opened,
                 summary,
                 renderer,
                 model_name=LOOPBACK_MODEL,
                 input=keys,
                 output=DummyOutput(),
             )
-            return ReplHarness(repl, conversation, keys, stdout, stderr)
+            return ReplHarness(repl, opened, keys, stdout, stderr)
 
         yield make
 
 
 def user_contents(body: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in body["messages"] if m["role"] == "user"]
-
-
-def without_system(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in body["messages"] if m["role"] != "system"]
+    return [m["content"] for m in exchanged(body) if m["role"] == "user"]
 
 
 def toolbar_text(repl: Repl) -> str:
@@ -124,7 +129,7 @@ def test_second_turn_request_carries_the_first_turn(
     harness.drive("first question", "second question")
 
     assert len(loopback.requests) == 2
-    assert without_system(loopback.requests[1]) == [
+    assert exchanged(loopback.requests[1]) == [
         {"role": "user", "content": "first question"},
         {"role": "assistant", "content": "first answer"},
         {"role": "user", "content": "second question"},
@@ -205,7 +210,7 @@ def test_context_shows_the_project_instructions_in_the_system_prompt(
     harness.drive("/context")
 
     assert re.search(
-        r"project instructions\s+AGENTS\.md, 33 B \(always in the system prompt\)",
+        r"project instructions\s+AGENTS\.md, 33 B \(always sent to the model\)",
         harness.stdout.getvalue(),
     )
 
@@ -267,7 +272,7 @@ def test_clear_starts_a_new_empty_session(make_repl: MakeRepl, loopback: Loopbac
     second_id = harness.conversation.session_id
     assert second_id != first_id
     assert f"new session {second_id}" in harness.stderr.getvalue()
-    assert without_system(loopback.requests[1]) == [{"role": "user", "content": "new question"}]
+    assert exchanged(loopback.requests[1]) == [{"role": "user", "content": "new question"}]
     saved = list_sessions(harness.conversation.setup.workspace)
     turns = {info.session_id: load_session(info.path, repair=False).turns for info in saved}
     assert turns == {first_id: 1, second_id: 1}
@@ -456,9 +461,8 @@ def test_compact_summarises_with_the_focus_and_the_next_request_starts_from_it(
     assert "transcript .agent_tutorial/artifacts/transcript-" in " ".join(
         harness.err_text().split()
     )
-    next_request = without_system(loopback.requests[2])
-    assert next_request == [{"role": "user", "content": "next question"}]
-    assert "ship the REPL" in loopback.requests[2]["messages"][0]["content"]  # merged summary
+    assert conversation(loopback.requests[2]) == [{"role": "user", "content": "next question"}]
+    assert wire_summary(loopback.requests[2])["current_goal"] == "ship the REPL"
     assert "summary 1" in toolbar_text(harness.repl)
 
 
@@ -488,9 +492,8 @@ def test_a_resumed_session_starts_from_its_summary_instead_of_summarising_again(
     harness.drive("earlier question", "/compact", "/clear", f"/resume {summarised_id}", "next")
 
     assert len(loopback.requests) == 3
-    resumed_request = loopback.requests[2]["messages"]
-    assert "ship the REPL" in resumed_request[0]["content"]  # merged into the system message
-    assert without_system(loopback.requests[2]) == [{"role": "user", "content": "next"}]
+    assert wire_summary(loopback.requests[2])["current_goal"] == "ship the REPL"
+    assert conversation(loopback.requests[2]) == [{"role": "user", "content": "next"}]
 
 
 def test_compact_before_chapter_8_explains_and_sends_nothing(
@@ -549,7 +552,7 @@ def test_after_a_failed_request_the_prompt_stays_and_no_reply_is_made_up(
 
     # As in Claude Code: the unanswered prompt goes with the next one, and the model is
     # never shown a reply it did not give (strict servers get the two joined: chat_wire).
-    assert without_system(loopback.requests[-1]) == [
+    assert exchanged(loopback.requests[-1]) == [
         {"role": "user", "content": "first"},
         {"role": "user", "content": "second"},
     ]

@@ -37,17 +37,12 @@ from agent_tutorial.features.sessions import (
 )
 from agent_tutorial.render import format_bytes
 from tests.conftest import CliRun, run_process
-from tests.loopback import LoopbackServer, text_stream
+from tests.loopback import LoopbackServer, exchanged, text_stream
 from tests.terminal import Terminal
 
 CTRL_D = "\x04"
 
 RunCli = Any
-
-
-def conversation(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """A request's messages without the system prompt."""
-    return [message for message in body["messages"] if message["role"] != "system"]
 
 
 def run_once(run_cli: RunCli, loopback: LoopbackServer, prompt: str, answer: str) -> CliRun:
@@ -76,7 +71,7 @@ def test_continue_sends_the_earlier_turns_again(run_cli: RunCli, loopback: Loopb
 
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "Eight chapters."
-    assert conversation(loopback.requests[1]) == [
+    assert exchanged(loopback.requests[1]) == [
         {"role": "user", "content": "What is in the repo?"},
         {"role": "assistant", "content": "A tutorial agent."},
         {"role": "user", "content": "How many chapters?"},
@@ -115,7 +110,7 @@ def test_resume_picks_the_named_session_not_the_latest(
     result = run_cli("run", "--chapter", "2", "--resume", apples[:5], "--prompt", "and now?")
 
     assert result.exit_code == 0, result.stderr
-    assert conversation(loopback.requests[2]) == [
+    assert exchanged(loopback.requests[2]) == [
         {"role": "user", "content": "about apples"},
         {"role": "assistant", "content": "apples are red"},
         {"role": "user", "content": "and now?"},
@@ -222,7 +217,7 @@ def test_continue_says_which_session_it_skipped_and_which_it_resumed(
     assert f"warning: skipped session {newer.session_id}: " in stderr
     assert f"{newer.path.name}:{damaged}: line is not JSON" in stderr
     assert f"resumed {older.session_id} (2 messages, chapter 2)" in stderr
-    assert [m["content"] for m in conversation(loopback.requests[-1])] == ["older", "one", "again"]
+    assert [m["content"] for m in exchanged(loopback.requests[-1])] == ["older", "one", "again"]
 
 
 DAMAGED_SESSION_COMMANDS = {
@@ -413,7 +408,7 @@ def test_session_cut_in_the_middle_of_its_last_line_resumes_cleanly(
 
     assert result.exit_code == 0, result.stderr
     assert "session repaired: cut a torn last line" in result.stderr
-    assert [m["content"] for m in conversation(loopback.requests[1])] == ["first", "one", "second"]
+    assert [m["content"] for m in exchanged(loopback.requests[1])] == ["first", "one", "second"]
     assert session_lines(info.path)[-1]["message"] == {"role": "assistant", "content": "two"}
 
 
@@ -430,7 +425,7 @@ def test_session_ending_in_nul_bytes_resumes_cleanly(
 
     assert result.exit_code == 0, result.stderr
     assert "session repaired: removed 4096 NUL bytes" in result.stderr
-    assert [m["content"] for m in conversation(loopback.requests[1])] == ["first", "one", "second"]
+    assert [m["content"] for m in exchanged(loopback.requests[1])] == ["first", "one", "second"]
     assert b"\0" not in info.path.read_bytes()
     assert session_lines(info.path)[-1]["message"] == {"role": "assistant", "content": "two"}
 
@@ -460,7 +455,7 @@ def test_crash_between_tool_call_and_result_resumes_with_a_paired_interrupted_re
 
     assert result.exit_code == 0, result.stderr
     assert "added an interrupted result for tool call 'call-ls'" in result.stderr
-    sent = conversation(loopback.requests[0])
+    sent = exchanged(loopback.requests[0])
     validate_tool_pairing([from_wire(message) for message in sent])
     assert sent[2] == {"role": "tool", "tool_call_id": "call-ls", "content": INTERRUPTED_RESULT}
     assert sent[3] == {"role": "user", "content": "try again"}
@@ -500,7 +495,7 @@ def test_an_unreadable_summary_record_resumes_with_the_whole_history(
 
     assert result.exit_code == 0, result.stderr
     assert "summary not restored" in result.stderr
-    assert [m["content"] for m in conversation(loopback.requests[1])] == ["first", "one", "second"]
+    assert [m["content"] for m in exchanged(loopback.requests[1])] == ["first", "one", "second"]
 
 
 # The command the REPL's farewell offers

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import sleeping, wait_until
-from tests.loopback import LoopbackServer, Reply, text_stream, tool_stream
+from tests.loopback import LoopbackServer, Reply, exchanged, text_stream, tool_stream
 from tests.terminal import Terminal
 
 MakeTerminal = Callable[..., Terminal]
@@ -45,7 +45,7 @@ def test_ctrl_c_at_the_approval_prompt_cancels_the_repl_turn(
     assert not (workspace / "ran.txt").exists()
     terminal.enter("never mind")
     terminal.wait_for_text("back again")
-    sent = [m for m in loopback.requests[1]["messages"] if m["role"] != "system"]
+    sent = exchanged(loopback.requests[1])
     assert sent[-2:] == [
         {"role": "tool", "tool_call_id": "call-touch", "content": INTERRUPTED},
         {"role": "user", "content": "never mind"},
@@ -92,7 +92,7 @@ def test_ctrl_c_while_the_model_answers_records_the_turn_as_interrupted(
     terminal.wait_for_prompt()
     terminal.enter("a second question")
     terminal.wait_for_text("a fresh answer")
-    sent = [m for m in loopback.requests[1]["messages"] if m["role"] != "system"]
+    sent = exchanged(loopback.requests[1])
     assert sent == [
         {"role": "user", "content": "a slow question"},
         {"role": "assistant", "content": "[interrupted by the user]"},

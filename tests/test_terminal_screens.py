@@ -9,11 +9,12 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import RunCli
-from tests.loopback import LoopbackServer, text_stream
+from tests.loopback import LoopbackServer, conversation, text_stream
 from tests.terminal import Terminal, run_on_two_terminals
 from tests.test_artifacts_cli import artifacts, transcript_bytes, write_aged
 from tests.test_demo_model import large_project
@@ -34,10 +35,8 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LOG = "".join(f"line {n} of the pasted log with some detail in it, enough\n" for n in range(800))
 
 
-def user_contents(body: dict[str, object]) -> list[object]:
-    messages = body["messages"]
-    assert isinstance(messages, list)
-    return [message["content"] for message in messages if message["role"] == "user"]
+def user_contents(body: dict[str, Any]) -> list[object]:
+    return [message["content"] for message in conversation(body) if message["role"] == "user"]
 
 
 @pytest.mark.parametrize("columns", [80, 40])

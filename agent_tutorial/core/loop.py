@@ -36,6 +36,7 @@ from agent_tutorial.core.messages import (
     ToolCall,
     ToolMessage,
     assistant_message,
+    project_context_message,
     system_message,
     tool_message,
     user_message,
@@ -201,6 +202,7 @@ class AgentRunner:
         tools: ToolRegistry,
         *,
         system_prompt: str = "",
+        project_context: str = "",
         max_turns: int = DEFAULT_MAX_TURNS,
         context: ContextPolicy | None = None,
         redaction: ResultRedaction | None = None,
@@ -216,6 +218,7 @@ class AgentRunner:
         self.model = model
         self.tools = tools
         self.system_prompt = system_prompt
+        self.project_context = project_context
         self.max_turns = max_turns
         self.context: ContextPolicy = context or FullContext()
         self.redaction: ResultRedaction = redaction or NoRedaction()
@@ -308,17 +311,26 @@ class AgentRunner:
         return shorten_oversized_arguments(message, self.tools.max_argument_bytes)
 
     def _complete(self, request_history: Sequence[ChatMessage]) -> ModelReply:
-        system = (system_message(self.system_prompt),) if self.system_prompt else ()
         guidance = [
             message
             for provider in self.guidance
             for message in provider.guidance(self.history, request_history)
         ]
         # One tuple, built once: in chapters 1-7 the request is the whole history.
-        messages = (*system, *request_history, *guidance)
+        messages = (*self._framing(), *request_history, *guidance)
         self._sent = request_history
         request = make_request(messages, self.tools.specs(), on_text=self._emit_text)
         return self.model.complete(request)
+
+    def _framing(self) -> tuple[ChatMessage, ...]:
+        """What goes before the history: the system prompt, then the project's part (where
+        it is, its instructions) as a user message of its own, as Codex CLI sends its
+        environment context. Chat templates put the tools right after the system prompt;
+        with nothing per-project in it, the system prompt and the tools are the same in
+        every project and session, and a server's prompt cache keeps them."""
+        system = (system_message(self.system_prompt),) if self.system_prompt else ()
+        project = (project_context_message(self.project_context),) if self.project_context else ()
+        return (*system, *project)
 
     def _emit_text(self, text: str) -> None:
         self._streamed.append(text)

@@ -63,6 +63,21 @@ def user_message(content: str) -> UserMessage:
     return UserMessage(content=content)
 
 
+_PROJECT_CONTEXT_OPEN, _PROJECT_CONTEXT_CLOSE = "<project_context>", "</project_context>"
+
+
+def project_context_message(text: str) -> UserMessage:
+    """The project's part of the prompt (where it is, its instructions, its skills) as the
+    user message that follows the system prompt in every request. Marked, so that neither
+    the model nor a reader of a request takes it for something the user typed (Codex CLI
+    marks its environment context the same way)."""
+    return UserMessage(content=f"{_PROJECT_CONTEXT_OPEN}\n{text}\n{_PROJECT_CONTEXT_CLOSE}")
+
+
+def is_project_context(message: ChatMessage) -> bool:
+    return isinstance(message, UserMessage) and message.content.startswith(_PROJECT_CONTEXT_OPEN)
+
+
 def assistant_message(content: str | None, tool_calls: Sequence[ToolCall] = ()) -> AssistantMessage:
     return AssistantMessage(content=content, tool_calls=tuple(tool_calls))
 

@@ -1,9 +1,9 @@
 """Project instructions: `AGENTS.md` (or, failing that, `CLAUDE.md`) in each folder from the
 project root down to the directory the agent started in, as Codex gathers them, read once
-into the system prompt as always-on knowledge (the deeper file, more specific, comes
-later), next to chapter 7's on-demand skills. Each read is bounded, follows no symlink out
-of the project and never blocks on a FIFO; together they stay within one size cap, and a
-file cut to fit says so."""
+into the project context (sent after the system prompt) as always-on knowledge (the deeper
+file, more specific, comes later), next to chapter 7's on-demand skills. Each read is
+bounded, follows no symlink out of the project and never blocks on a FIFO; together they
+stay within one size cap, and a file cut to fit says so."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class ProjectInstructions:
         return any(found.truncated for found in self.files)
 
     def prompt_text(self) -> str:
-        """The system prompt's section for these instructions: one part per file."""
+        """The project context's section for these instructions: one part per file."""
         return "\n\n".join(found.prompt_text() for found in self.files)
 
 
@@ -104,8 +104,8 @@ def read_project_instructions(
         files.append(found)
         if found.truncated:
             problems.append(
-                f"{shown} is {found.size:,} bytes; only its first {budget:,} are in the "
-                "system prompt (raise project_instructions_max_bytes to send more)"
+                f"{shown} is {found.size:,} bytes; only its first {budget:,} are sent to the "
+                "model (raise project_instructions_max_bytes to send more)"
             )
         budget -= len(found.text.encode())
     return ProjectInstructions(tuple(files), tuple(problems))

@@ -1,4 +1,4 @@
-"""Chapter 7: skills, house knowledge loaded on demand. The system prompt lists each
+"""Chapter 7: skills, house knowledge loaded on demand. The project context lists each
 skill's name and description; `load_skill(name)` returns the instructions themselves.
 
 A skill is `<root>/skills/<name>/SKILL.md` or `<root>/.agent_tutorial/skills/<name>/
@@ -111,7 +111,7 @@ class SkillRegistry:
         return [skill.name for skill in self.skills]
 
     def catalog_text(self) -> str:
-        """Name and description lines for the system prompt ("" when there are no skills):
+        """Name and description lines for the project context ("" when there are no skills):
         at most `MAX_CATALOG_ENTRIES` entries and `MAX_CATALOG_BYTES` UTF-8 bytes, with a
         closing line that says how many were left out."""
         if not self.skills:
@@ -147,7 +147,7 @@ def load_skill_tool(registry: SkillRegistry) -> ToolDefinition:
     return ToolDefinition(
         name=LOAD_SKILL,
         description=(
-            "Load the full instructions of a skill listed in the system prompt. Call it "
+            "Load the full instructions of a skill listed in the project context. Call it "
             "before starting work that matches the skill's description."
         ),
         input_model=LoadSkillInput,

@@ -23,6 +23,7 @@ from agent_tutorial.core.messages import (
     ToolMessage,
     UserMessage,
     assistant_message,
+    is_project_context,
     to_wire,
     tool_call,
 )
@@ -120,12 +121,15 @@ class _Tour:
 
 def _ends_with_prompt(messages: Sequence[ChatMessage]) -> bool:
     """True when the newest non-system message is a user prompt: a new run has begun. The
-    request-only nudge chapter 8 adds after a summary is not a prompt."""
+    request-only nudge chapter 8 adds after a summary is not a prompt, nor is the project
+    context (all that comes before a summary, once one replaced the history)."""
     from agent_tutorial.features.compaction import CONTINUE_AFTER_SUMMARY
 
     for message in reversed(messages):
         if isinstance(message, UserMessage) and message.content == CONTINUE_AFTER_SUMMARY:
             continue
+        if is_project_context(message):
+            return False
         if not isinstance(message, SystemMessage):
             return isinstance(message, UserMessage)
     return False

@@ -15,6 +15,7 @@ from agent_tutorial.core.messages import (
     ToolMessage,
     UserMessage,
     assistant_message,
+    is_project_context,
     tool_call,
 )
 from agent_tutorial.core.model import ModelRequest
@@ -22,7 +23,8 @@ from agent_tutorial.core.model import ModelRequest
 
 def subagent_prompt(messages: Sequence[ChatMessage]) -> str | None:
     """The run's first prompt if it is one the demo's `task` call wrote, else None."""
-    first_prompt = next((m.content for m in messages if isinstance(m, UserMessage)), None)
+    prompts = (m for m in messages if isinstance(m, UserMessage) and not is_project_context(m))
+    first_prompt = next((m.content for m in prompts), None)
     if first_prompt is not None and first_prompt.startswith(SUBAGENT_MARKER):
         return first_prompt
     return None
