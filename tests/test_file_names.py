@@ -34,7 +34,7 @@ EVERY_TOOL = [
     ("c6", "bash", {"command": "ls"}),
 ]
 EXPECTED_RESULTS = {
-    "c1": f"1 file match '*':\n{SHOWN}",
+    "c1": f"1 file matches '*':\n{SHOWN}",
     "c2": f"{SHOWN}:1:hello there",
     "c3": "1\thello there",
     "c4": f"Edited {SHOWN}: replaced 1 occurrence (first at line 1).",

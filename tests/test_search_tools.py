@@ -31,7 +31,8 @@ def run_tool(workspace: Path, name: str, **arguments: object) -> ToolResult:
 
 
 def glob_paths(workspace: Path, **arguments: object) -> str:
-    """The paths glob listed, after checking that its first line counts them right."""
+    """The paths glob listed (without its notes), after checking that its first line
+    counts them right."""
     result = run_tool(workspace, "glob", **arguments)
     assert not result.is_error, result.content
     first, _, listed = result.content.partition("\n")
@@ -42,9 +43,10 @@ def glob_paths(workspace: Path, **arguments: object) -> str:
         [f"{files} file" + "s" * (files != 1)] * bool(files)
         + [f"{directories} director" + ("ies" if directories != 1 else "y")] * bool(directories)
     )
-    if not listed.endswith("narrow the pattern or the path]"):  # all of them are listed
-        assert first == f"{counted} match {arguments['pattern']!r}:"
-    return listed
+    if "more not shown" not in listed:  # all of them are listed
+        verb = "matches" if len(paths) == 1 else "match"
+        assert first == f"{counted} {verb} {arguments['pattern']!r}:"
+    return "\n".join(paths)
 
 
 def make_files(workspace: Path, files: dict[str, str]) -> None:
@@ -127,7 +129,7 @@ def test_glob_bounds_its_results_and_says_how_many_more(workspace: Path) -> None
 
 def test_glob_counts_one_file_and_directories_apart(project: Path) -> None:
     assert run_tool(project, "glob", pattern="setup.py").content == (
-        "1 file match 'setup.py':\nsetup.py"
+        "1 file matches 'setup.py':\nsetup.py"
     )
     assert run_tool(project, "glob", pattern="src/**").content.split("\n")[0] == (
         "3 files and 1 directory match 'src/**':"
@@ -146,10 +148,50 @@ def test_glob_lists_symlinks_that_stay_inside_without_entering_them(workspace: P
     assert result == "alias/\nreal/\nreal/a.py"
 
 
-def test_glob_without_matches_says_so(project: Path) -> None:
+def test_glob_without_matches_says_so_and_points_to_grep(project: Path) -> None:
     result = run_tool(project, "glob", pattern="**/*.rs")
 
-    assert result == ToolResult("No paths match '**/*.rs' in the workspace.")
+    assert result == ToolResult(
+        "No paths match '**/*.rs' in the workspace. glob matches the names of files and "
+        "folders; grep searches the text inside files."
+    )
+
+
+def test_a_pattern_without_a_slash_says_how_many_it_would_match_in_subfolders(
+    project: Path,
+) -> None:
+    """`*.py` asked for "Python files, subfolders included" found one; the model then
+    answered 1 (issue 16's real runs). The names deeper down are counted and named."""
+    result = run_tool(project, "glob", pattern="*.py").content
+
+    assert result == (
+        "1 file matches '*.py':\nsetup.py\n"
+        "[the workspace itself only; 2 more match in subfolders, 3 in all: call glob with "
+        "pattern '**/*.py' to list them]"
+    )
+
+
+def test_a_pattern_that_matches_only_in_subfolders_says_where(project: Path) -> None:
+    result = run_tool(project, "glob", pattern="*.md").content
+
+    assert result == (
+        "No paths match '*.md' in the workspace itself, but 1 in its subfolders does: call glob "
+        "with pattern '**/*.md' to list them."
+    )
+
+
+@pytest.mark.parametrize("pattern", ["**/*.py", "src/*.py", "src/app/*.py"])
+def test_a_pattern_with_a_slash_gets_no_subfolder_note(project: Path, pattern: str) -> None:
+    assert "subfolders" not in run_tool(project, "glob", pattern=pattern).content
+
+
+def test_the_subfolder_note_counts_from_the_folder_searched(project: Path) -> None:
+    result = run_tool(project, "glob", pattern="*.py", path="src").content
+
+    assert result == (
+        "No paths match '*.py' in src itself, but 2 in its subfolders do: call glob with "
+        "pattern '**/*.py' to list them."
+    )
 
 
 def test_glob_needs_a_directory(project: Path) -> None:

@@ -204,7 +204,7 @@ def test_glob_of_the_workspace_skips_the_state_folder_by_another_name(
 
     result = run_tool(workspace, "glob", pattern="**/*")
 
-    assert result.content == "1 file match '**/*':\nkept.txt"
+    assert result.content == "1 file matches '**/*':\nkept.txt"
 
 
 def test_glob_refuses_to_list_the_state_folder(workspace: Path, state: Path) -> None:

@@ -194,7 +194,7 @@ def test_glob_neither_follows_nor_lists_symlinks_that_lead_out(
 
     result = run_tool(workspace, "glob", pattern="**/*")
 
-    assert result.content == "1 file match '**/*':\nkept.txt"
+    assert result.content == "1 file matches '**/*':\nkept.txt"
 
 
 def test_grep_does_not_search_through_symlinks_that_lead_out(

@@ -432,33 +432,61 @@ def _no_match_message(given: str, text: str, old_text: str) -> str:
 
 @_path_errors
 def _glob(files: Workspace, arguments: GlobInput) -> ToolResult:
-    matcher = _compile_glob(arguments.pattern)
+    pattern = arguments.pattern
+    matcher = _compile_glob(pattern)
+    # A pattern without a slash matches in the folder searched only; models often mean
+    # every folder ("how many Python files, subfolders included?" then `*.py`), so the
+    # names it would match deeper down are counted too, and the reply says how to get them.
+    names_only = "/" not in pattern
+    found: list[str] = []
+    deeper = 0
     with files.target(arguments.path) as base:
         if not stat.S_ISDIR(_existing(base, arguments.path).st_mode):
             raise ToolFailure("not_a_directory", f"{arguments.path!r} is not a directory")
-        found = sorted(
-            entry.relative.as_posix() + ("/" if entry.is_dir else "")
-            for entry in search_walk(files, base, include_ignored=arguments.include_ignored)
-            if matcher.fullmatch(entry.relative.relative_to(base.relative).as_posix())
-        )
+        for entry in search_walk(files, base, include_ignored=arguments.include_ignored):
+            if matcher.fullmatch(entry.relative.relative_to(base.relative).as_posix()):
+                found.append(entry.relative.as_posix() + ("/" if entry.is_dir else ""))
+            elif names_only and matcher.fullmatch(entry.relative.name):
+                deeper += 1
+    return tool_success("\n".join(_glob_lines(pattern, sorted(found), deeper, _place(base))))
+
+
+def _glob_lines(pattern: str, found: list[str], deeper: int, place: str) -> list[str]:
+    # Said as what to do next: the 1.5B model of issue 16 called `**/*.py` after "call glob
+    # with pattern '**/*.py'", but not after a note that only said what it would match.
+    recursive = f"call glob with pattern {'**/' + pattern!r} to list them"
     if not found:
-        return tool_success(f"No paths match {arguments.pattern!r} in {_place(base)}.")
-    lines = [f"{_counted(found)} match {arguments.pattern!r}:", *found[:GLOB_RESULT_LIMIT]]
+        if deeper:
+            return [
+                f"No paths match {pattern!r} in {place} itself, but {deeper} in its subfolders "
+                f"{'does' if deeper == 1 else 'do'}: {recursive}."
+            ]
+        return [
+            f"No paths match {pattern!r} in {place}. glob matches the names of files and "
+            "folders; grep searches the text inside files."
+        ]
+    lines = [f"{_counted(found)} {pattern!r}:", *found[:GLOB_RESULT_LIMIT]]
     if len(found) > GLOB_RESULT_LIMIT:
         more = len(found) - GLOB_RESULT_LIMIT
         lines.append(f"[{more} more not shown; narrow the pattern or the path]")
-    return tool_success("\n".join(lines))
+    if deeper:
+        every = len(found) + deeper
+        lines.append(
+            f"[{place} itself only; {deeper} more match in subfolders, {every} in all: {recursive}]"
+        )
+    return lines
 
 
 def _counted(found: list[str]) -> str:
-    """How many files and directories were found, first: a small model asked "how many"
+    """How many files and directories match, first: a small model asked "how many"
     miscounts a bare list (issue 16 saw it)."""
     directories = sum(path.endswith("/") for path in found)
     parts = [
         _plural(len(found) - directories, "file"),
         _plural(directories, "directory", "directories"),
     ]
-    return " and ".join(part for part in parts if not part.startswith("0 "))
+    counted = " and ".join(part for part in parts if not part.startswith("0 "))
+    return f"{counted} {'matches' if len(found) == 1 else 'match'}"
 
 
 def _plural(count: int, one: str, many: str = "") -> str:
