@@ -12,6 +12,8 @@ answers. Settings, from the environment:
                        second, a 1.5B model rambling to the default 8,192 takes an hour)
     REAL_TASK_TIMEOUT  seconds per task (default 1800: a loaded 2-core machine is slow)
     REAL_RESULTS       a folder that keeps each task's JSON result, stderr and session file
+    REAL_WORKSPACES    where each task's project is made, the same path in every run so
+                       that runs repeat (default /tmp/agent-tutorial-real)
 
 Temperature is 0 for every run. The summary at the end lists each task's outcome.
 """
@@ -38,6 +40,7 @@ class RealServer:
     max_output_tokens: str
     timeout_s: float
     results: Path | None
+    workspaces: Path
 
 
 @dataclass
@@ -68,6 +71,7 @@ def _configured() -> RealServer:
         max_output_tokens=os.environ.get("REAL_MAX_OUTPUT") or "1024",
         timeout_s=float(os.environ.get("REAL_TASK_TIMEOUT") or 1800),
         results=Path(results).resolve() if results else None,
+        workspaces=Path(os.environ.get("REAL_WORKSPACES") or "/tmp/agent-tutorial-real"),
     )
 
 
