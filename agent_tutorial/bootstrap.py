@@ -333,15 +333,16 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
 
 
 TEXT_CALLS_NOTICE = (
-    "the model wrote its tool calls as text; running them as tool calls "
-    "(tool_calls = auto; native keeps such text as the answer)"
+    "the model wrote its tool calls as text; running them as tool calls, and describing the "
+    "tools in the prompt from now on (tool_calls = auto; native keeps such text as the answer)"
 )
 
 
 def reading_text_calls(model: ModelClient, settings: Settings, events: EventBus) -> ModelClient:
     """The model as this session's runner sees it: unless `tool_calls = "native"`, calls a
-    model writes as text come back as real calls, and the first time this happens in the
-    session it is said once (stderr, and a stream-json notice)."""
+    model writes as text come back as real calls. In `auto`, the first time this happens
+    the session turns to describing the tools in the prompt, and says so once (stderr, and
+    a stream-json notice)."""
     if settings.tool_calls == "native":
         return model
     return TextToolCalls(

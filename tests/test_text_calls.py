@@ -12,9 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_tutorial.adapters.text_call_stream import HeldCallText
-from agent_tutorial.adapters.text_calls import CallsInText, TextCall, read_calls
+from agent_tutorial.adapters.text_calls import CallsInText, Offered, TextCall, read_calls
 
-OFFERED = frozenset({"glob", "read_file", "bash"})
+OFFERED = {
+    "glob": frozenset({"pattern", "path"}),
+    "read_file": frozenset({"path"}),
+    "bash": frozenset({"command"}),
+    "task": frozenset({"prompt"}),
+}
 GLOB = '{"name": "glob", "arguments": {"pattern": "*.py"}}'
 READ = '{"name": "read_file", "arguments": {"path": "a.txt"}}'
 GLOB_CALL = TextCall("glob", '{"pattern": "*.py"}')
@@ -32,6 +37,8 @@ SHAPES = {
     "arguments as text": '{"name": "glob", "arguments": "{\\"pattern\\": \\"*.py\\"}"}',
     "tags without the closing tag": f"<tool_call>\n{GLOB}",
     "tags inside a fence": f"```\n<tool_call>\n{GLOB}\n</tool_call>\n```",
+    "stray closing braces": "{" + GLOB + "}}",  # as the 1.5B model wrote a bash call
+    "tools tags": f"<tools>\n{GLOB}\n</tools>",  # Qwen's template lists its tools in these
 }
 
 
@@ -42,7 +49,9 @@ def test_each_shape_is_read_as_the_call(shape: str) -> None:
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_each_shape_naming_a_tool_not_offered_stays_an_answer(shape: str) -> None:
-    assert read_calls(SHAPES[shape], OFFERED - {"glob"}) is None
+    without_glob = {name: parameters for name, parameters in OFFERED.items() if name != "glob"}
+
+    assert read_calls(SHAPES[shape], without_glob) is None
 
 
 @pytest.mark.parametrize(
@@ -66,15 +75,77 @@ def test_prose_before_the_calls_is_kept_as_the_reply_text() -> None:
 
 
 @pytest.mark.parametrize(
-    "text",
+    "after",
     [
-        f"{GLOB}\nThat lists the Python files.",  # prose after the call: an answer about it
-        f"Call {GLOB} to list them, then read each.",
-        f"{GLOB} {{",  # an unfinished second block
+        "\n\nThis will list every Python file; then count them.",
+        "\nThe output shows 3 files: a.py, b.py, c.py.",  # the result it imagines
+        "\n```python\nprint('an example')\n```",
+        "\n{",  # an unfinished object after the call
     ],
 )
-def test_calls_that_are_not_the_last_thing_in_the_reply_stay_an_answer(text: str) -> None:
+@pytest.mark.parametrize(
+    "block", [f"```json\n{GLOB}\n```", f"```\n{GLOB}\n```", f"<tool_call>\n{GLOB}\n</tool_call>"]
+)
+def test_prose_after_a_fenced_or_tagged_call_is_dropped(block: str, after: str) -> None:
+    text = f"To count them, I'll list them:\n\n{block}{after}"
+
+    assert read_calls(text, OFFERED) == CallsInText("To count them, I'll list them:", (GLOB_CALL,))
+
+
+def test_calls_in_a_row_before_the_prose_after_them_are_all_read() -> None:
+    text = f"```json\n{GLOB}\n```\n<tool_call>\n{READ}\n</tool_call>\nThat shows both."
+
+    assert read_calls(text, OFFERED) == CallsInText("", (GLOB_CALL, READ_CALL))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{GLOB}\nThat lists the Python files.",  # an unfenced call must end the reply
+        f"Call {GLOB} to list them, then read each.",
+        f"{GLOB} {{",  # an unfinished second block
+        'functions.glob: {"pattern": "*.py"} and then read them',
+    ],
+)
+def test_an_unfenced_call_that_is_not_the_last_thing_in_the_reply_stays_an_answer(
+    text: str,
+) -> None:
     assert read_calls(text, OFFERED) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "call"),
+    [
+        ('{"name": "task", "prompt": "fix it"}', TextCall("task", '{"prompt": "fix it"}')),
+        ('```json\n{"name": "glob", "pattern": "*.py"}\n```', GLOB_CALL),
+    ],
+)
+def test_arguments_beside_the_name_are_read_when_each_is_a_parameter(
+    text: str, call: TextCall
+) -> None:
+    assert read_calls(text, OFFERED) == CallsInText("", (call,))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "glob", "pattern": "*.py", "description": "lists files"}',  # not a parameter
+        '{"name": "task", "description": "runs a helper"}',
+        '{"name": "glob"}',  # no arguments at all
+    ],
+)
+def test_keys_beside_the_name_that_are_not_all_parameters_stay_an_answer(text: str) -> None:
+    assert read_calls(text, OFFERED) is None
+
+
+def test_explicit_arguments_are_read_whatever_they_hold() -> None:
+    """The tool checks them and the model reads its error: an unknown argument is a call
+    the tool refuses, not an answer to print."""
+    text = '{"name": "glob", "arguments": {"pattern": "*.py", "colour": "red"}}'
+
+    (call,) = read_calls(text, OFFERED).calls  # type: ignore[union-attr]
+
+    assert json.loads(call.arguments) == {"pattern": "*.py", "colour": "red"}
 
 
 @pytest.mark.parametrize(
@@ -110,7 +181,7 @@ def test_a_bare_marker_for_a_tool_not_offered_stays_an_answer(text: str) -> None
 
 
 def test_no_tools_offered_means_no_calls() -> None:
-    assert read_calls(GLOB, frozenset()) is None
+    assert read_calls(GLOB, {}) is None
 
 
 def test_raw_newlines_inside_a_string_are_read_as_a_model_means_them() -> None:
@@ -124,7 +195,7 @@ def test_raw_newlines_inside_a_string_are_read_as_a_model_means_them() -> None:
 # --- streaming -------------------------------------------------------------------------------
 
 
-def streamed(text: str, cuts: list[int], offered: frozenset[str] = OFFERED) -> tuple[str, str]:
+def streamed(text: str, cuts: list[int], offered: Offered = OFFERED) -> tuple[str, str]:
     """What a renderer is shown of `text` sent in pieces cut at `cuts`: while it streams, and
     in all once the reply's fate is known (`read_calls` decides it, as the client does)."""
     shown: list[str] = []
@@ -161,6 +232,15 @@ def test_prose_before_calls_is_shown_and_the_calls_are_not(cuts: list[int]) -> N
     during, after = streamed(text, [cut % (len(text) + 1) for cut in cuts])
 
     assert (during, after) == ("I'll read both.\n", "I'll read both.\n")
+
+
+@given(st.lists(st.integers(min_value=0, max_value=200), max_size=12))
+def test_prose_after_a_fenced_call_is_never_shown(cuts: list[int]) -> None:
+    text = f"Listing.\n```json\n{GLOB}\n```\nThis lists the files: a.py, b.py."
+
+    during, after = streamed(text, [cut % (len(text) + 1) for cut in cuts])
+
+    assert (during, after) == ("Listing.\n", "Listing.\n")
 
 
 def test_prose_with_a_brace_is_let_through_before_the_reply_ends() -> None:

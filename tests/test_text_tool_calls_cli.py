@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from agent_tutorial.bootstrap import TEXT_CALLS_NOTICE
-from tests.conftest import RunCli
-from tests.loopback import LoopbackServer, text_stream, tool_stream
+from tests.conftest import RunCli, session_messages
+from tests.loopback import LoopbackServer, exchanged, text_stream, tool_stream
 from tests.terminal import Terminal
 from tests.test_text_calls import SHAPES
 
@@ -28,14 +28,17 @@ def python_files(workspace: Path) -> None:
     (workspace / "b.py").write_text("print('b')\n")
 
 
-def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [message for message in body["messages"] if message["role"] == "tool"]
+def tool_messages(workspace: Path) -> list[dict[str, Any]]:
+    """The tool results canonical history recorded (the session file)."""
+    return [message for message in session_messages(workspace) if message["role"] == "tool"]
 
 
-def recorded_calls(body: dict[str, Any]) -> list[dict[str, Any]]:
+def recorded_calls(workspace: Path) -> list[dict[str, Any]]:
+    """The assistant tool calls canonical history recorded: real calls, whatever the model
+    wrote and whichever protocol the requests used."""
     return [
         call
-        for message in body["messages"]
+        for message in session_messages(workspace)
         if message["role"] == "assistant"
         for call in message.get("tool_calls") or ()
     ]
@@ -52,10 +55,10 @@ def test_a_call_written_as_text_runs_and_the_run_ends_with_the_next_answer(
 
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == ANSWER
-    (call,) = recorded_calls(loopback.requests[1])
+    (call,) = recorded_calls(workspace)
     assert call["function"]["name"] == "glob"
     assert json.loads(call["function"]["arguments"]) == {"pattern": "*.py"}
-    (result_message,) = tool_messages(loopback.requests[1])
+    (result_message,) = tool_messages(workspace)
     assert result_message["tool_call_id"] == call["id"]
     assert "a.py" in result_message["content"] and "b.py" in result_message["content"]
     assert result.stderr.count(TEXT_CALLS_NOTICE) == 1
@@ -70,7 +73,7 @@ def test_prose_before_the_call_is_kept_and_the_call_text_is_not(
     result = run_cli("run", "--chapter", "2", "--prompt", "How many?", "--output-format", "json")
 
     assert result.exit_code == 0, result.stderr
-    assistant = loopback.requests[1]["messages"][-2]
+    assistant, _result = session_messages(workspace)[-3:-1]
     assert assistant["content"] == "Let me look."
     assert json.loads(result.stdout)["tool_calls"] == 1
 
@@ -94,11 +97,11 @@ def test_several_calls_in_one_reply_all_run_in_order(
 
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["result"] == ANSWER
-    assert [call["function"]["name"] for call in recorded_calls(loopback.requests[1])] == [
+    assert [call["function"]["name"] for call in recorded_calls(workspace)] == [
         "glob",
         "read_file",
     ]
-    glob_result, read_result = tool_messages(loopback.requests[1])
+    glob_result, read_result = tool_messages(workspace)
     assert "a.py" in glob_result["content"]
     assert "print('a')" in read_result["content"]
 
@@ -151,7 +154,7 @@ def test_a_bare_functions_marker_is_asked_again_with_the_tool_named(
     assert loopback.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "glob"}}
     assert loopback.requests[1]["stream"] is True
     assert "functions.glob" not in json.dumps(loopback.requests[2]["messages"])
-    (call,) = recorded_calls(loopback.requests[2])
+    (call,) = recorded_calls(workspace)
     assert call["function"]["name"] == "glob"
 
 
@@ -214,14 +217,14 @@ def test_text_mode_sends_no_tools_and_writes_calls_and_results_as_text(
         assert "tools" not in body and "tool_choice" not in body
         assert body["messages"][0]["content"].startswith("# Tools\n")
         assert [m["role"] for m in body["messages"]].count("system") == 1
-    follow_up = loopback.requests[1]["messages"]
-    assert [message["role"] for message in follow_up] == ["system", "user", "assistant", "user"]
+    follow_up = exchanged(loopback.requests[1])
+    assert [message["role"] for message in follow_up] == ["user", "assistant", "user"]
     assert (
-        follow_up[2]["content"]
+        follow_up[1]["content"]
         == '<tool_call>\n{"name": "glob", "arguments": {"pattern": "*.py"}}\n</tool_call>'
     )
-    assert follow_up[3]["content"].startswith('<tool_result name="glob">\n')
-    assert "a.py" in follow_up[3]["content"]
+    assert follow_up[2]["content"].startswith('<tool_result name="glob">\n')
+    assert "a.py" in follow_up[2]["content"]
     assert TEXT_CALLS_NOTICE not in result.stderr  # text is this mode's protocol
 
 
@@ -241,7 +244,7 @@ def test_permissions_deny_a_call_written_as_text_exactly_as_a_native_one(
 
     assert result.exit_code == 0, result.stderr
     assert not (workspace / "new.txt").exists()
-    (denied,) = tool_messages(loopback.requests[1])
+    (denied,) = tool_messages(workspace)
     assert denied["content"].startswith("Error [permission_denied]")
     assert "write_file" in result.stderr and "denied" in result.stderr
 

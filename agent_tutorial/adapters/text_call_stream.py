@@ -6,9 +6,14 @@ until it is known not to be one, and dropped when the whole reply turns out to b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 
-from agent_tutorial.adapters.text_calls import calls_from, starts_a_trigger, trigger_positions
+from agent_tutorial.adapters.text_calls import (
+    Offered,
+    calls_from,
+    partial_trigger_length,
+    trigger_positions,
+)
 
 # Pieces that can end a call block; without one, a long held block cannot have changed.
 _CLOSERS = frozenset("}`>:")
@@ -20,7 +25,7 @@ _RECHECKED_ALWAYS = 64
 class HeldCallText:
     """An `on_text` that passes text on to `on_text`, except what may be a call block."""
 
-    def __init__(self, on_text: Callable[[str], None], offered: Collection[str]) -> None:
+    def __init__(self, on_text: Callable[[str], None], offered: Offered) -> None:
         self._on_text = on_text
         self._offered = offered
         self._text = ""
@@ -49,18 +54,9 @@ class HeldCallText:
                 self._holding = True
                 return start
         self._holding = False
-        return len(text) - _partial_trigger_length(text, self._shown)
+        return len(text) - partial_trigger_length(text, self._shown)
 
     def _show_until(self, end: int) -> None:
         if end > self._shown:
             self._on_text(self._text[self._shown : end])
             self._shown = end
-
-
-def _partial_trigger_length(text: str, start: int) -> int:
-    """The length of the longest end of `text` (after `start`) that may be the beginning of
-    a block's opening, such as "``" or "<tool_c"."""
-    for length in range(min(len("<tool_call>"), len(text) - start), 0, -1):
-        if starts_a_trigger(text[-length:]):
-            return length
-    return 0

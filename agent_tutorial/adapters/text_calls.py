@@ -6,23 +6,34 @@ the text (llama.cpp's server then returns it as `content`, not `tool_calls`):
     {"name": "glob", "arguments": {"pattern": "*.py"}}           a bare object ("parameters" too)
     ```json {"name": ...} ```                                     the same, fenced (``` alone too)
     <tool_call> {"name": ...} </tool_call>                        Qwen's and Hermes' tags
+    <tools> {"name": ...} </tools>                                the tag Qwen lists tools in
     {{"name": ...}}                                               doubled outer braces
+    {"name": ..., "arguments": {...}}}}                           stray closing braces after it
     functions.glob: {"pattern": "*.py"}                           llama-cpp-python's format
     functions.glob:                                               ... with nothing after it
 
 A reply is calls when its text is one or more of these in a row, alone or after prose, to
-tools the request offered, and nothing but whitespace after them. A text that mentions JSON,
-shows an object that is not a call, names a tool that was not offered, or goes on after its
-calls stays an answer. Pure: no I/O, no SDK.
+tools the request offered. After a fenced or tagged call the model may go on talking ("This
+will list the Python files…", or the result it imagines): that text is dropped, as a stop
+sequence would cut it. An unfenced call must end the reply, so an object in a sentence
+stays prose. The arguments may also stand beside the name (`{"name": "task", "prompt": …}`)
+when every one of them is a parameter of that tool. A text that mentions JSON, shows an
+object that is not a call, or names a tool that was not offered stays an answer.
+Pure: no I/O, no SDK.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
+
+from agent_tutorial.core.model import ToolSpec
+
+Offered: TypeAlias = Mapping[str, Collection[str]]
+"""The tools a request offered: each one's name and the names of its parameters."""
 
 ToolCallMode: TypeAlias = Literal["auto", "native", "text"]
 """`auto`: native tools, and calls written as text are read too; `native`: never read from
@@ -53,6 +64,8 @@ class _Block:
     calls: tuple[TextCall, ...]
     end: int
     named_tool: str | None = None
+    delimited: bool = False
+    """Fenced or tagged: the model marked where the calls end, so prose may follow."""
 
 
 class _Open:
@@ -63,24 +76,31 @@ OPEN = _Open()
 _Read: TypeAlias = "_Block | _Open | None"
 
 _DECODER = json.JSONDecoder(strict=False)  # models write raw newlines inside strings
-_TRIGGER = re.compile(r"\{|```|<tool_call>|functions\.")
-_TRIGGER_WORDS = ("```", "<tool_call>", "functions.")
+_TAGS = {"<tool_call>": "</tool_call>", "<tools>": "</tools>"}
+"""Opening and closing tags around calls. Qwen's chat template lists the tools inside
+`<tools>` and asks for calls inside `<tool_call>`; the 1.5B model sometimes mixes them up."""
+_TRIGGER = re.compile(r"\{|```|<tool_call>|<tools>|functions\.")
+_TRIGGER_WORDS = ("```", *_TAGS, "functions.")
+_LONGEST_TRIGGER_WORD = max(map(len, _TRIGGER_WORDS))
 _FENCE_OPEN = re.compile(r"```(?:json|tool_call)?[ \t]*\n?", re.IGNORECASE)
 _FUNCTIONS = re.compile(r"functions\.([A-Za-z0-9_\-]+):")
 _NAME_SO_FAR = re.compile(r"functions\.[A-Za-z0-9_\-]*")
 _FENCE_LANGUAGES = ("json", "tool_call")
 _SPACE = re.compile(r"\s*")
-_OPEN_TAG, _CLOSE_TAG, _FENCE = "<tool_call>", "</tool_call>", "```"
+# Closing braces a model stutters after a call, copying the template's doubled `}}`:
+# `{{"name": "bash", "arguments": {…}}}}` has one more than it opened.
+_STRAY_CLOSERS = re.compile(r"\}*")
+_FENCE = "```"
 # What may follow where the decoder stopped for lack of text: a number, a literal or a
 # \u escape still being written.
 _UNFINISHED_VALUE = re.compile(r"-?\d*\.?\d*(?:[eE][-+]?\d*)?|u[0-9a-fA-F]{0,3}")
 _LITERALS = ("true", "false", "null")
 
 
-def read_calls(text: str, offered: Collection[str]) -> CallsInText | None:
-    """The calls `text` ends with, or None when it is an answer. `offered` names the tools
-    the request offered; a call to any other tool makes the text an answer."""
-    if not offered or not text.rstrip().endswith(("}", "`", ">", ":")):
+def read_calls(text: str, offered: Offered) -> CallsInText | None:
+    """The calls `text` makes, or None when it is an answer. A call to a tool that is not
+    in `offered` makes the text an answer."""
+    if not offered:
         return None
     for start in trigger_positions(text, 0):
         found = calls_from(text, start, offered)
@@ -89,24 +109,30 @@ def read_calls(text: str, offered: Collection[str]) -> CallsInText | None:
     return None
 
 
+def offered_tools(tools: Iterable[ToolSpec]) -> Offered:
+    """Each tool's name and the names of its parameters, as `read_calls` takes them."""
+    return {tool.name: frozenset(tool.parameters.get("properties", ())) for tool in tools}
+
+
 def trigger_positions(text: str, start: int) -> list[int]:
     """Where a call block could begin in `text`, from `start` on."""
     return [match.start() for match in _TRIGGER.finditer(text, start)]
 
 
-def calls_from(text: str, start: int, offered: Collection[str]) -> CallsInText | _Open | None:
-    """Whether `text[start:]` is a run of call blocks to the end: the calls, `OPEN` when
-    the text ends inside a block that may still become one (the caller is streaming), or
-    None when it cannot."""
-    position, calls = start, list[TextCall]()
+def calls_from(text: str, start: int, offered: Offered) -> CallsInText | _Open | None:
+    """Whether `text[start:]` is a run of call blocks, to the end or to prose after a fenced
+    or tagged one: the calls, `OPEN` when the text ends inside a block that may still
+    become one (the caller is streaming), or None when it cannot."""
+    position, calls, delimited = start, list[TextCall](), False
     while True:
         position = _skip_space(text, position)
         if position == len(text):
             return CallsInText(text[:start].rstrip(), tuple(calls)) if calls else OPEN
         block = _block(text, position, offered)
         if not isinstance(block, _Block):
-            return block
+            return CallsInText(text[:start].rstrip(), tuple(calls)) if delimited else block
         calls += block.calls
+        delimited = block.delimited
         if block.named_tool is not None:  # its arguments never came: nothing may follow
             rest = _skip_space(text, block.end)
             if rest < len(text) or calls:
@@ -115,10 +141,14 @@ def calls_from(text: str, start: int, offered: Collection[str]) -> CallsInText |
         position = block.end
 
 
-def starts_a_trigger(tail: str) -> bool:
-    """Whether the end of a streamed text could be the start of a call block's opening
-    (`` ` ``, `<tool_`, `functi`…), which the next piece may complete."""
-    return any(word.startswith(tail) for word in _TRIGGER_WORDS)
+def partial_trigger_length(text: str, start: int) -> int:
+    """The length of the longest end of `text` (after `start`) that may be the beginning of
+    a block's opening, such as "``" or "<tool_c", which the next streamed piece may
+    complete."""
+    for length in range(min(_LONGEST_TRIGGER_WORD, len(text) - start), 0, -1):
+        if any(word.startswith(text[-length:]) for word in _TRIGGER_WORDS):
+            return length
+    return 0
 
 
 def _could_become(word: str, text: str, position: int) -> bool:
@@ -127,35 +157,39 @@ def _could_become(word: str, text: str, position: int) -> bool:
     return len(text) - position <= len(word) and word.startswith(text[position:])
 
 
-def _block(text: str, position: int, offered: Collection[str]) -> _Read:
-    if text.startswith(_OPEN_TAG, position):
-        return _tagged(text, position + len(_OPEN_TAG), offered)
+def _block(text: str, position: int, offered: Offered) -> _Read:
+    if (tag := _opening_tag(text, position)) is not None:
+        return _tagged(text, position + len(tag), _TAGS[tag], offered)
     if text.startswith(_FENCE, position):
         return _fenced(text, position, offered)
     if text.startswith("functions.", position) or _could_become("functions.", text, position):
         return _functions(text, position, offered)
     if text.startswith("{", position):
         return _call_object(text, position, offered)
-    if any(_could_become(word, text, position) for word in (_OPEN_TAG, _FENCE)):
+    if any(_could_become(word, text, position) for word in (*_TAGS, _FENCE)):
         return OPEN
     return None
 
 
-def _tagged(text: str, position: int, offered: Collection[str]) -> _Read:
+def _opening_tag(text: str, position: int) -> str | None:
+    return next((tag for tag in _TAGS if text.startswith(tag, position)), None)
+
+
+def _tagged(text: str, position: int, closing_tag: str, offered: Offered) -> _Read:
     """`<tool_call>` one or more call objects `</tool_call>`; the closing tag may be
     missing at the very end (some models stop before it)."""
     inner = _objects(text, position, offered)
     if not isinstance(inner, _Block):
         return inner
     end = _skip_space(text, inner.end)
-    if text.startswith(_CLOSE_TAG, end):
-        return _Block(inner.calls, end + len(_CLOSE_TAG))
-    if _could_become(_CLOSE_TAG, text, end):  # nothing after it, or part of the tag so far
+    if text.startswith(closing_tag, end):
+        return _Block(inner.calls, end + len(closing_tag), delimited=True)
+    if _could_become(closing_tag, text, end):  # nothing after it, or part of the tag so far
         return OPEN if end < len(text) else _Block(inner.calls, end)
     return None
 
 
-def _fenced(text: str, position: int, offered: Collection[str]) -> _Read:
+def _fenced(text: str, position: int, offered: Offered) -> _Read:
     """A ``` fence (``json`` or no language) around call objects or tagged calls."""
     opening = _FENCE_OPEN.match(text, position)
     assert opening is not None  # `_FENCE` alone matches
@@ -169,21 +203,23 @@ def _fenced(text: str, position: int, offered: Collection[str]) -> _Read:
     while True:
         inner = _skip_space(text, inner)
         if text.startswith(_FENCE, inner):
-            return _Block(tuple(calls), inner + len(_FENCE)) if calls else None
+            return _Block(tuple(calls), inner + len(_FENCE), delimited=True) if calls else None
         if _could_become(_FENCE, text, inner):
             return OPEN
+        tag = _opening_tag(text, inner)
         block = (
-            _tagged(text, inner + len(_OPEN_TAG), offered)
-            if text.startswith(_OPEN_TAG, inner)
-            else _call_object(text, inner, offered)
+            _call_object(text, inner, offered)
+            if tag is None
+            else _tagged(text, inner + len(tag), _TAGS[tag], offered)
         )
         if not isinstance(block, _Block):
-            return OPEN if block is OPEN or _could_become(_OPEN_TAG, text, inner) else None
+            may_be_a_tag = any(_could_become(tag, text, inner) for tag in _TAGS)
+            return OPEN if block is OPEN or may_be_a_tag else None
         calls += block.calls
         inner = block.end
 
 
-def _objects(text: str, position: int, offered: Collection[str]) -> _Read:
+def _objects(text: str, position: int, offered: Offered) -> _Read:
     """One or more call objects in a row."""
     calls: list[TextCall] = []
     while True:
@@ -199,7 +235,7 @@ def _objects(text: str, position: int, offered: Collection[str]) -> _Read:
         position = block.end
 
 
-def _functions(text: str, position: int, offered: Collection[str]) -> _Read:
+def _functions(text: str, position: int, offered: Offered) -> _Read:
     """`functions.NAME:` followed by the arguments object, or by nothing at all."""
     match = _FUNCTIONS.match(text, position)
     if match is None:  # still being written (`functions.gl`), or not this shape at all
@@ -220,7 +256,7 @@ def _functions(text: str, position: int, offered: Collection[str]) -> _Read:
     return _Block((TextCall(name, _json_text(arguments)),), end)
 
 
-def _call_object(text: str, position: int, offered: Collection[str]) -> _Read:
+def _call_object(text: str, position: int, offered: Offered) -> _Read:
     """`{"name": …, "arguments": {…}}`, or the same inside doubled braces."""
     doubled = text.startswith("{{", position)
     decoded = _decode_object(text, position + 1 if doubled else position)
@@ -235,7 +271,7 @@ def _call_object(text: str, position: int, offered: Collection[str]) -> _Read:
             return None
         end += 1
     call = _as_call(value, offered)
-    return None if call is None else _Block((call,), end)
+    return None if call is None else _Block((call,), _skip(_STRAY_CLOSERS, text, end))
 
 
 def _decode_object(text: str, position: int) -> tuple[dict[str, object], int] | _Open | None:
@@ -258,17 +294,29 @@ def _ran_out(error: json.JSONDecodeError, text: str) -> bool:
     )
 
 
-def _as_call(value: dict[str, object], offered: Collection[str]) -> TextCall | None:
+def _as_call(value: dict[str, object], offered: Offered) -> TextCall | None:
     name = value.get("name")
+    if not isinstance(name, str) or name not in offered:
+        return None
     arguments = value.get("arguments", value.get("parameters"))
+    if arguments is None:
+        arguments = _beside_the_name(value, offered[name])
     if isinstance(arguments, str):  # some models send the arguments' text, as the wire does
         try:
             arguments = json.loads(arguments)
         except (json.JSONDecodeError, RecursionError):
             return None
-    if not isinstance(name, str) or name not in offered or not isinstance(arguments, dict):
+    if not isinstance(arguments, dict):
         return None
     return TextCall(name, _json_text(arguments))
+
+
+def _beside_the_name(value: dict[str, object], parameters: Collection[str]) -> object:
+    """`{"name": "task", "prompt": …}`: the arguments written beside the name, when every
+    other key is a parameter of that tool (`{"name": "glob", "description": …}` describes
+    a tool, it does not call it)."""
+    beside = {key: argument for key, argument in value.items() if key != "name"}
+    return beside if beside and set(beside) <= set(parameters) else None
 
 
 def _json_text(arguments: dict[str, object]) -> str:
@@ -276,5 +324,9 @@ def _json_text(arguments: dict[str, object]) -> str:
 
 
 def _skip_space(text: str, position: int) -> int:
-    match = _SPACE.match(text, position)
+    return _skip(_SPACE, text, position)
+
+
+def _skip(what: re.Pattern[str], text: str, position: int) -> int:
+    match = what.match(text, position)
     return position if match is None else match.end()

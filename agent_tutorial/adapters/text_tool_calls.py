@@ -3,8 +3,13 @@
 pairing, permissions, hooks, sessions and compaction never see the difference.
 
 - `auto`: the request goes out as it is, tools and all; a reply whose text is calls comes
-  back as those calls. A bare `functions.NAME:` (llama-cpp-python's "auto", which does not
-  call) is asked again once with a named `tool_choice`, which that server honours.
+  back as those calls, and from then on the session talks to the model as `text` does: a
+  server that returned the calls as text does not parse this model's calls, and its chat
+  template then shows the model its calls and results in a form it was not writing (the
+  1.5B model of issue 16 answered by echoing `<tool_response>` blocks and repeated its
+  call in three of six real tasks; after the switch, in none). A bare `functions.NAME:`
+  (llama-cpp-python's "auto", which does not call) is asked again once with a named
+  `tool_choice`, which that server honours (a native call then: no switch).
 - `text`: no tools on the wire; the system prompt describes them (`text_protocol`) and the
   reply is read the same way.
 
@@ -18,7 +23,7 @@ from dataclasses import replace
 from typing import Literal
 
 from agent_tutorial.adapters.text_call_stream import HeldCallText
-from agent_tutorial.adapters.text_calls import CallsInText, read_calls
+from agent_tutorial.adapters.text_calls import CallsInText, Offered, offered_tools, read_calls
 from agent_tutorial.adapters.text_protocol import as_text_protocol
 from agent_tutorial.core.messages import ToolCall, assistant_message, new_call_id
 from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest, Usage
@@ -37,11 +42,13 @@ class TextToolCalls:
         self.model = model
         self.mode = mode
         self._on_first_read = on_first_read
-        self._announced = False
+        self.describes_tools = mode == "text"
+        """Whether requests carry the tools in the system prompt instead of on the wire:
+        always in `text` mode, in `auto` once the model wrote a call as text."""
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        offered = frozenset(tool.name for tool in request.tools)
-        sent = as_text_protocol(request) if self.mode == "text" else request
+        offered = offered_tools(request.tools)
+        sent = as_text_protocol(request) if self.describes_tools else request
         if not offered:
             return self.model.complete(sent)
         held = None if request.on_text is None else HeldCallText(request.on_text, offered)
@@ -51,13 +58,12 @@ class TextToolCalls:
             held.finish(were_calls=found is not None)
         if found is None:
             return reply
-        if self.mode == "auto":  # in text mode, calls in text are the protocol itself
-            self._announce()
         if found.named_tool is not None:
             return self._ask_for_named_tool(request, reply, found)
+        self._switch_to_text()
         return _as_calls(reply, found, reply.usage)
 
-    def _calls_in(self, reply: ModelReply, offered: frozenset[str]) -> CallsInText | None:
+    def _calls_in(self, reply: ModelReply, offered: Offered) -> CallsInText | None:
         """The calls a reply without native ones wrote as text. A bare `functions.NAME:` can
         be asked again only where tools travel natively; in text mode it stays text."""
         if reply.message.tool_calls:
@@ -79,16 +85,20 @@ class TextToolCalls:
         if again.message.tool_calls:
             calls = replace(again.message, content=found.prose or None)
             return replace(again, message=calls, usage=usage)
-        written = read_calls(again.message.content or "", {found.named_tool})
+        named = offered_tools(tool for tool in request.tools if tool.name == found.named_tool)
+        written = read_calls(again.message.content or "", named)
         if written is not None and written.calls:
+            self._switch_to_text()
             return _as_calls(again, replace(written, prose=found.prose), usage)
         if request.on_text is not None:
             request.on_text(reply.message.content or "")
         return replace(reply, usage=usage)
 
-    def _announce(self) -> None:
-        if not self._announced:
-            self._announced = True
+    def _switch_to_text(self) -> None:
+        """In `auto`, the first call written as text: said once, and the tools are described
+        in the prompt from the next request on (in `text` mode it is the protocol itself)."""
+        if not self.describes_tools:
+            self.describes_tools = True
             self._on_first_read()
 
 
