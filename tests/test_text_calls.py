@@ -39,6 +39,7 @@ SHAPES = {
     "tags inside a fence": f"```\n<tool_call>\n{GLOB}\n</tool_call>\n```",
     "stray closing braces": "{" + GLOB + "}}",  # as the 1.5B model wrote a bash call
     "tools tags": f"<tools>\n{GLOB}\n</tools>",  # Qwen's template lists its tools in these
+    "indented": f"```json\n{json.dumps(json.loads(GLOB), indent=2)}\n```",  # as small models do
 }
 
 

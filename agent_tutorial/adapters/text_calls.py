@@ -87,6 +87,7 @@ _FUNCTIONS = re.compile(r"functions\.([A-Za-z0-9_\-]+):")
 _NAME_SO_FAR = re.compile(r"functions\.[A-Za-z0-9_\-]*")
 _FENCE_LANGUAGES = ("json", "tool_call")
 _SPACE = re.compile(r"\s*")
+_OBJECT_OPENING = re.compile(r"\{\s*")
 # Closing braces a model stutters after a call, copying the template's doubled `}}`:
 # `{{"name": "bash", "arguments": {…}}}}` has one more than it opened.
 _STRAY_CLOSERS = re.compile(r"\}*")
@@ -275,6 +276,12 @@ def _call_object(text: str, position: int, offered: Offered) -> _Read:
 
 
 def _decode_object(text: str, position: int) -> tuple[dict[str, object], int] | _Open | None:
+    # An object's first key opens with a quote. Most braces in prose and code are followed
+    # by something else, and each failed decode costs the decoder a count of every line
+    # before it: tried at each brace of 250 KB of code, that took a second.
+    first = _skip(_OBJECT_OPENING, text, position)
+    if first < len(text) and text[first] not in '"}':
+        return None
     try:
         value, end = _DECODER.raw_decode(text, position)
     except json.JSONDecodeError as error:
@@ -285,12 +292,13 @@ def _decode_object(text: str, position: int) -> tuple[dict[str, object], int] | 
 
 
 def _ran_out(error: json.JSONDecodeError, text: str) -> bool:
-    """Whether the decoder stopped because the text ended, not because it is not JSON."""
-    rest = text[error.pos :]
+    """Whether the decoder stopped because the text ended, not because it is not JSON.
+    Without copying the rest of the text: a long answer full of code fails to decode at
+    every brace, and a copy each time made reading 250 KB of it take a second."""
     return (
         error.msg.startswith("Unterminated string")
-        or _UNFINISHED_VALUE.fullmatch(rest) is not None
-        or any(word.startswith(rest) for word in _LITERALS)
+        or _UNFINISHED_VALUE.fullmatch(text, error.pos) is not None
+        or any(_could_become(word, text, error.pos) for word in _LITERALS)
     )
 
 
