@@ -154,8 +154,43 @@ def test_a_bare_functions_marker_is_asked_again_with_the_tool_named(
     assert loopback.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "glob"}}
     assert loopback.requests[1]["stream"] is True
     assert "functions.glob" not in json.dumps(loopback.requests[2]["messages"])
+    assert "tools" in loopback.requests[2]  # the server did call natively: no switch
     (call,) = recorded_calls(workspace)
     assert call["function"]["name"] == "glob"
+
+
+def test_after_a_call_written_as_text_auto_describes_the_tools_in_the_prompt(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    python_files(workspace)
+    loopback.queue(text_stream(SHAPES["bare"]), text_stream(READ_A), text_stream(ANSWER))
+
+    result = run_cli("run", "-c", "2", "-p", "How many?")
+
+    assert result.exit_code == 0, result.stderr
+    first, *after = loopback.requests
+    assert "tools" in first and first["tool_choice"] == "auto"
+    for body in after:
+        assert "tools" not in body and "tool_choice" not in body
+        assert body["messages"][0]["content"].startswith("# Tools\n")
+    assert [call["function"]["name"] for call in recorded_calls(workspace)] == [
+        "glob",
+        "read_file",
+    ]
+    assert result.stderr.count(TEXT_CALLS_NOTICE) == 1
+
+
+def test_a_model_that_calls_natively_keeps_the_tools_on_the_wire(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    python_files(workspace)
+    loopback.queue(tool_stream([("call_1", "glob", {"pattern": "*.py"})]), text_stream(ANSWER))
+
+    result = run_cli("run", "-c", "2", "-p", "How many?")
+
+    assert result.exit_code == 0, result.stderr
+    assert all("tools" in body for body in loopback.requests)
+    assert TEXT_CALLS_NOTICE not in result.stderr
 
 
 def test_a_bare_marker_that_still_brings_no_call_stays_the_answer(
