@@ -12,7 +12,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_tutorial.adapters.text_call_stream import HeldCallText
-from agent_tutorial.adapters.text_calls import CallsInText, Offered, TextCall, read_calls
+from agent_tutorial.adapters.text_calls import (
+    OPEN,
+    CallsInText,
+    Offered,
+    TextCall,
+    calls_from,
+    offered_tools,
+    partial_trigger_length,
+    read_calls,
+    trigger_positions,
+)
+from agent_tutorial.core.model import ToolSpec
 
 OFFERED = {
     "glob": frozenset({"pattern", "path"}),
@@ -265,3 +276,90 @@ def test_a_long_object_that_is_not_a_call_is_shown_once_it_closes() -> None:
     held('"}\nDone.')
 
     assert "".join(shown) == f'Config: {{"key": "{value}"}}\nDone.'
+
+
+# --- the pieces the streaming holder relies on ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        '{"name": "gl',  # a string still being written
+        '{"name": "glob", "arguments": {"n": tr',  # a literal
+        '{"name": "glob", "arguments": {"n": -',  # a number
+        '{"name": "glob", "arguments": {"n": 1',
+        "functio",
+        "functions.gl",
+        "```",
+        "```js",
+        "```json\n",
+        "<tool_",
+        "<tool_call>\n",
+        '<tool_call>\n{"name": "glob"',
+        f"{GLOB}\n<tool_c",
+    ],
+)
+def test_a_block_still_being_written_may_become_a_call(text: str) -> None:
+    assert calls_from(text, 0, OFFERED) is OPEN
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": x',
+        "{x}",
+        '{"a": 1}',  # an object, not a call
+        "functionsX",
+        "functions.x y",
+        "```py",
+        "```json\n```",  # an empty fence
+        '```json\n{"a": 1}\n```',
+        "<tool_call>\n</tool_call>",
+        "<toolbox>",
+    ],
+)
+def test_a_block_that_cannot_become_a_call_is_let_go(text: str) -> None:
+    assert calls_from(text, 0, OFFERED) is None
+
+
+def test_calls_then_a_bare_marker_are_not_one_run_of_calls() -> None:
+    assert calls_from(f"{GLOB}\nfunctions.read_file:", 0, OFFERED) is None
+
+
+def test_two_objects_in_one_tag_are_both_read() -> None:
+    text = f"<tool_call>\n{GLOB}\n{READ}\n</tool_call>"
+
+    assert read_calls(text, OFFERED) == CallsInText("", (GLOB_CALL, READ_CALL))
+
+
+def test_a_call_in_doubled_braces_may_be_followed_at_once_by_another() -> None:
+    assert read_calls("{" + GLOB + "}" + READ, OFFERED) == CallsInText("", (GLOB_CALL, READ_CALL))
+
+
+def test_arguments_keep_their_characters() -> None:
+    (call,) = read_calls('{"name": "bash", "arguments": {"command": "echo é"}}', OFFERED).calls  # type: ignore[union-attr]
+
+    assert call.arguments == '{"command": "echo é"}'
+
+
+def test_offered_tools_names_each_tools_parameters() -> None:
+    tools = [
+        ToolSpec("task", "runs a helper", {"type": "object", "properties": {"prompt": {}}}),
+        ToolSpec("todo_clear", "clears the plan", {"type": "object"}),
+    ]
+
+    assert offered_tools(tools) == {"task": frozenset({"prompt"}), "todo_clear": frozenset()}
+
+
+def test_trigger_positions_start_where_asked() -> None:
+    assert trigger_positions('{a} ```b {"c"', 3) == [4, 9]
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "length"), [("abc<tool_c", 0, 7), ("x``", 2, 1), ("x``", 0, 2), ("ab", 0, 0)]
+)
+def test_the_partial_trigger_is_the_longest_end_that_may_open_a_block(
+    text: str, start: int, length: int
+) -> None:
+    assert partial_trigger_length(text, start) == length

@@ -134,9 +134,8 @@ def calls_from(text: str, start: int, offered: Offered) -> CallsInText | _Open |
             return CallsInText(text[:start].rstrip(), tuple(calls)) if delimited else block
         calls += block.calls
         delimited = block.delimited
-        if block.named_tool is not None:  # its arguments never came: nothing may follow
-            rest = _skip_space(text, block.end)
-            if rest < len(text) or calls:
+        if block.named_tool is not None:  # the text ends there: its arguments never came
+            if calls:  # calls, then a bare marker: neither a run of calls nor one to ask for
                 return None
             return CallsInText(text[:start].rstrip(), named_tool=block.named_tool)
         position = block.end
