@@ -344,6 +344,26 @@ def test_trust_from_a_subdirectory_trusts_the_project_root_and_says_so(
     assert code == 0 and "not trusted" not in stderr
 
 
+def test_trust_refuses_settings_that_do_not_validate_and_records_nothing(
+    run_cli: RunCli, workspace: Path
+) -> None:
+    write_state(workspace, "config.toml", 'permission_mode = "yolo"\n')
+
+    result = run_cli("trust")
+
+    assert result.exit_code == 2 and "permission_mode" in result.stderr
+    assert not trust_store_path().exists()
+
+
+def test_trust_records_settings_that_validate(run_cli: RunCli, workspace: Path) -> None:
+    write_state(workspace, "config.toml", 'permission_mode = "auto"\n')
+
+    result = run_cli("trust")
+
+    assert result.exit_code == 0, result.stderr
+    assert list(json.loads(trust_store_path().read_text())["projects"]) == [str(workspace)]
+
+
 def test_trust_of_a_path_that_is_not_a_folder_is_a_usage_error(
     run_cli: RunCli, workspace: Path
 ) -> None:

@@ -37,7 +37,7 @@ def trust(
     api_key_env, redact_secrets, the sandbox's) in your own config folder. They apply from
     then on, until they change: then `run` ignores them again until you trust it again.
     """
-    from agent_tutorial.config import read_project_settings
+    from agent_tutorial.config import load_settings, read_project_settings
     from agent_tutorial.core.text import printable
     from agent_tutorial.folder_trust import record_trust
     from agent_tutorial.project import find_project
@@ -52,6 +52,9 @@ def trust(
         inside = f"{printable(str(project.workspace))} is inside the project at "
         out.print(f"{inside}{printable(str(project.root))}; trusting that", markup=False)
     settings = read_project_settings(project.root)
+    # Settings that would stop every trusted run are refused now, not recorded (ConfigError
+    # says which and exits 2, as `run` would).
+    load_settings(project.root, project=settings, trusted=True)
     record_trust(project.root, settings.digest)
     root = printable(str(project.root))
     if not settings.powerful:
