@@ -478,6 +478,20 @@ def test_a_one_shot_run_on_a_terminal_never_asks(
     assert not (workspace / "hook-env.txt").exists()
 
 
+def test_a_yes_in_the_repl_to_settings_that_do_not_validate_records_nothing(
+    make_terminal: MakeTerminal, workspace: Path
+) -> None:
+    write_state(workspace, "config.toml", 'permission_mode = "yolo"\n')
+    terminal = make_terminal("run", "-c", "3", columns=200)
+    terminal.wait_for_text("Trust this folder? [y/N]")
+
+    terminal.enter("y")
+
+    assert terminal.wait_for_exit() == 2
+    assert "permission_mode" in terminal.flat_text()
+    assert not trust_store_path().exists()
+
+
 @pytest.mark.parametrize("answer", ["y", "n"])
 def test_the_repl_asks_once_showing_the_hook_command_and_the_url(
     make_terminal: MakeTerminal, loopback: LoopbackServer, workspace: Path, answer: str

@@ -93,12 +93,15 @@ class FolderTrust:
         return bool(self.settings.powerful) and not self.trusted
 
     def ask(self, err: Console, read_line: Callable[[str], str] | None = None) -> None:
-        """The REPL's question, asked once before it opens: a yes is recorded."""
+        """The REPL's question, asked once before it opens: a yes is recorded, unless the
+        settings would not validate once trusted (ConfigError: the run ends, as `trust`)."""
+        from agent_tutorial.config import load_settings
         from agent_tutorial.folder_trust import record_trust
 
         err.print(power_panel(self.project, self.settings))
         answer = (read_line or _read_from(err))(TRUST_PROMPT).strip().lower()
         if answer in ("y", "yes"):
+            load_settings(self.project.root, project=self.settings, trusted=True)
             record_trust(self.project.root, self.settings.digest)
             self._trusted = True
 
