@@ -13,7 +13,9 @@ answers. Settings, from the environment:
     REAL_TASK_TIMEOUT  seconds per task (default 1800: a loaded 2-core machine is slow)
     REAL_RESULTS       a folder that keeps each task's JSON result, stderr and session file
     REAL_WORKSPACES    where each task's project is made, the same path in every run so
-                       that runs repeat (default /tmp/agent-tutorial-real)
+                       that runs repeat (default ~/.cache/agent-tutorial-real-tasks: a
+                       fixed name in the shared /tmp is one another user could plant a
+                       symlink at, and each run empties it)
 
 Temperature is 0 for every run. The summary at the end lists each task's outcome.
 """
@@ -71,7 +73,10 @@ def _configured() -> RealServer:
         max_output_tokens=os.environ.get("REAL_MAX_OUTPUT") or "1024",
         timeout_s=float(os.environ.get("REAL_TASK_TIMEOUT") or 1800),
         results=Path(results).resolve() if results else None,
-        workspaces=Path(os.environ.get("REAL_WORKSPACES") or "/tmp/agent-tutorial-real"),
+        workspaces=Path(
+            os.environ.get("REAL_WORKSPACES")
+            or Path.home() / ".cache" / "agent-tutorial-real-tasks"
+        ),
     )
 
 
