@@ -48,11 +48,13 @@ def wire_messages(
 ) -> list[dict[str, Any]]:
     """The messages as sent: at most one system message, first.
 
-    The system prompt and a restored summary right after it (where compaction puts one)
-    become that one message. Any other system message (a snip marker, a request-only
-    reminder) becomes a user turn in `<system-reminder>` tags, in place, so request-only
-    notes stay after the last canonical message and each request still extends the
-    previous one. Chat templates of Gemma, Mistral and others reject a system message
+    The system prompt and a summary right after it become that one message (a summary
+    request carries the earlier summary there; the agent's requests have the project
+    context between the two, so their summary travels as a reminder and the system
+    message stays the same for a server's prompt cache). Any other system message (a snip
+    marker, a request-only reminder) becomes a user turn in `<system-reminder>` tags, in
+    place, so request-only notes stay after the last canonical message and each request
+    still extends the previous one. Chat templates of Gemma, Mistral and others reject a system message
     anywhere else, and llama-cpp-python renders the whole tool list again for each one.
     """
     leading = _leading_system_messages(messages)
