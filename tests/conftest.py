@@ -123,6 +123,14 @@ def processes_with_marker(marker: str) -> list[tuple[int, str]]:
     return found
 
 
+def write_state(workspace: Path, name: str, text: str) -> Path:
+    """`text` as the file `name` in the project's `.agent_tutorial/` (made if missing)."""
+    state = workspace / ".agent_tutorial"
+    state.mkdir(exist_ok=True)
+    (state / name).write_text(text, encoding="utf-8")
+    return state / name
+
+
 def session_messages(workspace: Path) -> list[dict[str, Any]]:
     """Canonical history as the one session file in `workspace` saved it (wire form)."""
     (session,) = (workspace / ".agent_tutorial" / "sessions").glob("*.jsonl")

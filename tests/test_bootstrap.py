@@ -13,6 +13,7 @@ from agent_tutorial.core.messages import ToolMessage, is_project_context, tool_c
 from agent_tutorial.features.compaction import CompactionSettings, summary_message
 from agent_tutorial.profiles import P07, P08, PROFILES
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
+from tests.conftest import write_state
 from tests.event_log import EventLog
 from tests.test_compaction_support import SUMMARY, FakeSummarizer, history_with
 
@@ -45,9 +46,10 @@ def test_chapters_before_8_send_the_whole_context(workspace: Path) -> None:
 
 
 def test_the_compaction_table_of_the_config_reaches_the_manager(workspace: Path) -> None:
-    (workspace / ".agent_tutorial").mkdir()
-    (workspace / ".agent_tutorial" / "config.toml").write_text(
-        "[compaction]\nsnip_max_groups = 20\npersist_threshold_bytes = 4000\n"
+    write_state(
+        workspace,
+        "config.toml",
+        "[compaction]\nsnip_max_groups = 20\npersist_threshold_bytes = 4000\n",
     )
 
     agent = build_agent(P08, AgentDeps(ScriptedModel([]), workspace, load_settings(workspace)))

@@ -19,7 +19,7 @@ from agent_tutorial.core.messages import from_wire, tool_call, validate_tool_pai
 from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
 from agent_tutorial.profiles import P03
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
-from tests.conftest import RunCli
+from tests.conftest import RunCli, write_state
 from tests.contracts import (
     BLOCKING_HOOK,
     CHILD_PROMPT,
@@ -39,13 +39,6 @@ from tests.loopback import LoopbackServer, prompt_text, text_stream, tool_stream
 def assert_every_request_paired(loopback: LoopbackServer) -> None:
     for body in loopback.requests:
         validate_tool_pairing([from_wire(message) for message in body["messages"]])
-
-
-def write_config(workspace: Path, text: str) -> Path:
-    path = workspace / ".agent_tutorial" / "config.toml"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def python_hook(workspace: Path, name: str, source: str) -> str:
@@ -141,7 +134,7 @@ def test_ch3_auto_mode_still_denies_writes_outside_the_workspace_and_into_protec
     (workspace / ".git").mkdir()
     git_config = workspace / ".git" / "config"
     git_config.write_text("[core]\n\tbare = false\n")
-    own_config = write_config(workspace, "max_turns = 10\n")
+    own_config = write_state(workspace, "config.toml", "max_turns = 10\n")
     loopback.queue(
         tool_stream(
             [
@@ -171,8 +164,9 @@ def test_ch3_config_rule_allows_git_status_without_a_terminal(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
     subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
-    write_config(
+    write_state(
         workspace,
+        "config.toml",
         '[[permissions.rules]]\ntool = "bash"\npattern = "^git status"\nbehavior = "allow"\n',
     )
     loopback.queue(
@@ -197,8 +191,9 @@ def test_ch3_config_deny_rule_holds_even_in_auto_mode(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
     (workspace / "keep.txt").write_text("precious")
-    write_config(
+    write_state(
         workspace,
+        "config.toml",
         '[[permissions.rules]]\ntool = "bash"\npattern = "\\\\brm\\\\b"\nbehavior = "deny"\n',
     )
     loopback.queue(
@@ -227,8 +222,10 @@ def test_ch3_user_config_deny_rule_survives_project_rules(
     user_config.write_text(
         '[[permissions.rules]]\ntool = "bash"\npattern = "^rm "\nbehavior = "deny"\n'
     )
-    write_config(
-        workspace, '[[permissions.rules]]\ntool = "bash"\npattern = "^ls"\nbehavior = "allow"\n'
+    write_state(
+        workspace,
+        "config.toml",
+        '[[permissions.rules]]\ntool = "bash"\npattern = "^ls"\nbehavior = "allow"\n',
     )
     loopback.queue(
         tool_stream(
@@ -289,7 +286,7 @@ def test_ch4_config_hook_exiting_2_blocks_bash_and_its_stderr_reaches_the_model(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
     command = python_hook(workspace, "guard.py", BLOCKING_HOOK)
-    write_config(workspace, hook_table("PreToolUse", command, matcher="bash"))
+    write_state(workspace, "config.toml", hook_table("PreToolUse", command, matcher="bash"))
     loopback.queue(
         tool_stream(
             [
@@ -319,7 +316,7 @@ def test_ch4_post_tool_use_hook_adds_context_to_the_result(
         "context.py",
         'import json\nprint(json.dumps({"additional_context": "notes.md is generated"}))\n',
     )
-    write_config(workspace, hook_table("PostToolUse", command, matcher="read_file"))
+    write_state(workspace, "config.toml", hook_table("PostToolUse", command, matcher="read_file"))
     loopback.queue(
         tool_stream([("r1", "read_file", {"path": "notes.md"})]),
         text_stream("Read it."),
@@ -339,7 +336,7 @@ def test_ch4_broken_hook_is_a_hook_execution_error_and_the_run_finishes(
     command = python_hook(
         workspace, "broken.py", 'import sys\nprint("boom", file=sys.stderr)\nsys.exit(1)\n'
     )
-    write_config(workspace, hook_table("PreToolUse", command))
+    write_state(workspace, "config.toml", hook_table("PreToolUse", command))
     loopback.queue(
         tool_stream([("b1", "bash", {"command": "touch made.txt"})]),
         text_stream("The hook is broken."),

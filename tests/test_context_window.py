@@ -22,7 +22,7 @@ from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSi
 from agent_tutorial.features.context_window import ContextMeter, WindowFromOverflow
 from agent_tutorial.profiles import profile_for_chapter
 from agent_tutorial.testing import ScriptedModel
-from tests.conftest import TEST_API_KEY, CliRun, RunCli, key_redactor
+from tests.conftest import TEST_API_KEY, CliRun, RunCli, key_redactor, write_state
 from tests.loopback import LoopbackServer, Reply, text_stream
 from tests.loopback_quirks import keepalive_trickle
 
@@ -138,8 +138,7 @@ def test_the_probe_sends_the_key_as_a_bearer_token(loopback: LoopbackServer) -> 
 def test_the_window_comes_from_the_environment_or_the_config_file(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (workspace / ".agent_tutorial").mkdir()
-    (workspace / ".agent_tutorial" / "config.toml").write_text("context_window_tokens = 16000\n")
+    write_state(workspace, "config.toml", "context_window_tokens = 16000\n")
     assert load_settings(workspace, {"model": "demo"}).context_window_tokens == 16000
 
     monkeypatch.setenv("AGENT_TUTORIAL_CONTEXT_WINDOW", "8192")

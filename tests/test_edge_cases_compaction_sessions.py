@@ -8,7 +8,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,7 +44,7 @@ from agent_tutorial.render import TerminalRenderer
 from agent_tutorial.repl import Repl
 from agent_tutorial.run_summary import RunSummary
 from agent_tutorial.testing import ScriptedModel, ScriptedReply, text_reply, tool_reply
-from tests.conftest import TEST_API_KEY, costly_property
+from tests.conftest import TEST_API_KEY, cli_command, costly_property, run_process
 from tests.event_log import EventLog
 from tests.loopback import LoopbackServer, reminder_text, text_stream
 from tests.strategies import MessageGroup, paired_message_groups
@@ -304,17 +303,8 @@ def run_in_new_process(
         "OPENAI_API_KEY": TEST_API_KEY,
         "AGENT_TUTORIAL_MODEL": "loopback-model",
     }
-    command = [sys.executable, "-m", "agent_tutorial", "run", "--chapter", "8", *args]
-    return subprocess.run(
-        command,
-        cwd=workspace,
-        env=environment,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    command = cli_command("run", "--chapter", "8", *args)
+    return run_process(command, workspace, environment, timeout_s=60)
 
 
 # --- the REPL -------------------------------------------------------------------------------

@@ -31,10 +31,11 @@ from tests.conftest import (
     cli_command,
     cli_environment,
     wait_until,
+    write_state,
 )
 from tests.loopback import LoopbackServer, Reply, error_reply, exchanged, text_stream, tool_stream
 from tests.terminal import Terminal
-from tests.test_chapters_3_to_7_cli import hook_table, python_hook, write_config
+from tests.test_chapters_3_to_7_cli import hook_table, python_hook
 
 UNAUTHORIZED = {"error": {"message": "Incorrect API key provided"}}
 
@@ -263,7 +264,7 @@ def block_every_prompt(workspace: Path) -> None:
     """A UserPromptSubmit hook that refuses every prompt, so the run writes no message."""
     refuse = "import sys\nprint('no prompts today', file=sys.stderr)\nsys.exit(2)\n"
     command = python_hook(workspace, "refuse.py", refuse)
-    write_config(workspace, hook_table("UserPromptSubmit", command))
+    write_state(workspace, "config.toml", hook_table("UserPromptSubmit", command))
 
 
 def saved_sessions(workspace: Path) -> list[Path]:

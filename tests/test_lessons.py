@@ -32,6 +32,7 @@ from tests.conftest import (
     processes_with_marker,
     sleeping,
     wait_until,
+    write_state,
 )
 from tests.contracts import (
     ANY_PATH,
@@ -521,10 +522,11 @@ def test_ch3_auto_mode_never_writes_into_git_or_the_agents_own_folder(
 def test_ch3_a_deny_rule_holds_in_auto_mode_and_an_allow_rule_never_covers_a_chain(
     run_lesson: RunLesson, loopback: LoopbackServer, workspace: Path
 ) -> None:
-    (workspace / ".agent_tutorial").mkdir()
-    (workspace / ".agent_tutorial" / "config.toml").write_text(
+    write_state(
+        workspace,
+        "config.toml",
         '[[permissions.rules]]\ntool = "bash"\npattern = "^rm "\nbehavior = "deny"\n'
-        '[[permissions.rules]]\ntool = "bash"\npattern = "^echo "\nbehavior = "allow"\n'
+        '[[permissions.rules]]\ntool = "bash"\npattern = "^echo "\nbehavior = "allow"\n',
     )
     (workspace / "keep.txt").write_text("precious")
     loopback.queue(
@@ -556,9 +558,10 @@ def test_ch3_a_deny_rule_holds_in_auto_mode_and_an_allow_rule_never_covers_a_cha
 
 def write_hook(workspace: Path, source: str, matcher: str = "bash") -> None:
     (workspace / "guard.py").write_text(source)
-    (workspace / ".agent_tutorial").mkdir(exist_ok=True)
-    (workspace / ".agent_tutorial" / "config.toml").write_text(
-        f"[[hooks.PreToolUse]]\nmatcher = \"{matcher}\"\ncommand = '{sys.executable} guard.py'\n"
+    write_state(
+        workspace,
+        "config.toml",
+        f"[[hooks.PreToolUse]]\nmatcher = \"{matcher}\"\ncommand = '{sys.executable} guard.py'\n",
     )
 
 

@@ -40,7 +40,7 @@ from agent_tutorial.repl import (
     fit_toolbar,
 )
 from agent_tutorial.run_summary import RunSummary
-from tests.conftest import LOOPBACK_MODEL, open_loopback_conversation
+from tests.conftest import LOOPBACK_MODEL, open_loopback_conversation, write_state
 from tests.contracts import wire_summary
 from tests.loopback import (
     LoopbackServer,
@@ -769,8 +769,7 @@ def test_compact_prints_one_line_and_no_totals_before_or_after_the_next_turn(
 def test_a_window_too_small_for_the_system_prompt_shows_a_full_context_not_a_crash(
     make_repl: MakeRepl, workspace: Path
 ) -> None:
-    (workspace / ".agent_tutorial").mkdir(exist_ok=True)
-    (workspace / ".agent_tutorial" / "config.toml").write_text("context_window_tokens = 2000\n")
+    write_state(workspace, "config.toml", "context_window_tokens = 2000\n")
     harness = make_repl(chapter=8)
     compaction = harness.conversation.agent.compaction
     assert compaction is not None and compaction.summary_threshold_bytes == 0
@@ -784,8 +783,7 @@ def test_a_window_too_small_for_the_system_prompt_shows_a_full_context_not_a_cra
 def test_with_a_small_window_a_smaller_paste_gets_the_warning(
     make_repl: MakeRepl, loopback: LoopbackServer, workspace: Path
 ) -> None:
-    (workspace / ".agent_tutorial").mkdir(exist_ok=True)
-    (workspace / ".agent_tutorial" / "config.toml").write_text("context_window_tokens = 6000\n")
+    write_state(workspace, "config.toml", "context_window_tokens = 6000\n")
     harness = make_repl(chapter=8)
     compaction = harness.conversation.agent.compaction
     assert compaction is not None

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from agent_tutorial.adapters.sandbox import sandbox_available
-from tests.conftest import TEST_API_KEY, RunCli
+from tests.conftest import TEST_API_KEY, RunCli, write_state
 from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
 
 PLANTED_ENVIRONMENT = {
@@ -36,13 +36,6 @@ def plant_secrets(workspace: Path) -> None:
     tokens = "".join(f"{kind} = {value}\n" for kind, value in FILE_TOKENS.items())
     (workspace / "settings.txt").write_text(tokens + filler + tokens, encoding="utf-8")
     assert (workspace / "settings.txt").stat().st_size > 30_000
-
-
-def write_project_config(workspace: Path, text: str) -> Path:
-    state = workspace / ".agent_tutorial"
-    state.mkdir()
-    (state / "config.toml").write_text(text, encoding="utf-8")
-    return state
 
 
 def bodies(loopback: LoopbackServer) -> str:
@@ -143,7 +136,7 @@ def test_a_persisted_artifact_holds_the_redacted_bytes(
 def test_bash_environment_leaves_out_secret_variables_unless_included(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli
 ) -> None:
-    write_project_config(workspace, '[shell_environment]\ninclude = ["DEPLOY_TOKEN"]\n')
+    write_state(workspace, "config.toml", '[shell_environment]\ninclude = ["DEPLOY_TOKEN"]\n')
     command = "echo ${SERVICE_API_TOKEN:-unset} ${DEPLOY_TOKEN:-unset} ${OPENAI_API_KEY:-unset}"
     loopback.queue(tool_stream([("c1", "bash", {"command": command})]), text_stream("ok"))
 
@@ -166,7 +159,7 @@ def test_bash_environment_leaves_out_secret_variables_unless_included(
 def test_redact_secrets_false_keeps_token_shapes_but_masks_known_values(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli
 ) -> None:
-    write_project_config(workspace, "redact_secrets = false\n")
+    write_state(workspace, "config.toml", "redact_secrets = false\n")
     token = FILE_TOKENS["github_token"]
     command = f"echo {token} $(cat pw)"
     (workspace / "pw").write_text(PLANTED_ENVIRONMENT["DB_PASSWORD"], encoding="utf-8")
@@ -230,7 +223,7 @@ def test_chapter_8_persists_a_long_commands_whole_output(
 def test_past_the_disk_cap_the_artifact_says_how_many_bytes_were_dropped(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli
 ) -> None:
-    state = write_project_config(workspace, "output_disk_cap_bytes = 100000\n")
+    state = write_state(workspace, "config.toml", "output_disk_cap_bytes = 100000\n").parent
     loopback.queue(tool_stream([("c1", "bash", {"command": "seq 1 200000"})]), text_stream("done"))
 
     run = run_cli("run", "--chapter", "8", "-y", "--prompt", "count")
@@ -295,8 +288,9 @@ def leaky_hooks_config(workspace: Path) -> None:
         match = f'matcher = "{matcher}"\n' if matcher else ""
         return f'[[hooks.{event}]]\n{match}command = "bash leak.sh {how}"\n'
 
-    write_project_config(
+    write_state(
         workspace,
+        "config.toml",
         hook("UserPromptSubmit", "context")
         + hook("PreToolUse", "context", "read_file")
         + hook("PreToolUse", "block", "bash")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_tutorial.features.compaction import SUMMARY_SYSTEM_PROMPT
-from tests.conftest import CliRun, RunCli
+from tests.conftest import CliRun, RunCli, write_state
 from tests.contracts import SUMMARY, assert_every_request_fits_strict_servers, wire_summary
 from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
 from tests.loopback_quirks import LLAMA_CPP_PYTHON, Quirks
@@ -109,8 +109,7 @@ def test_a_server_that_rejects_tool_choice_gets_a_hint_then_works_with_the_setti
 def test_streaming_can_be_turned_off_in_the_project_config(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
-    (workspace / ".agent_tutorial").mkdir()
-    (workspace / ".agent_tutorial" / "config.toml").write_text("stream = false\n")
+    write_state(workspace, "config.toml", "stream = false\n")
     loopback.queue(text_stream("answered whole"))
 
     result = run_cli("run", "--chapter", "1", "--prompt", "hi")

@@ -13,7 +13,7 @@ import pytest
 
 from agent_tutorial.config import ConfigError, Settings, load_settings
 from agent_tutorial.features.compaction import CompactionSettings
-from tests.conftest import RunCli
+from tests.conftest import RunCli, write_state
 
 GiB = 1024**3
 MiB = 1024**2
@@ -38,16 +38,10 @@ UNSET_BY_DEFAULT = ("temperature",)
 """From 0 to 2, finite, or unset (the server's default)."""
 
 
-def project_config(workspace: Path, text: str) -> None:
-    state = workspace / ".agent_tutorial"
-    state.mkdir(exist_ok=True)
-    (state / "config.toml").write_text(text)
-
-
 def problem(workspace: Path, text: str) -> str | None:
     """The configuration error for `text` as config.toml (of a trusted project: hooks are
     among its settings), or None if it is accepted."""
-    project_config(workspace, text)
+    write_state(workspace, "config.toml", text)
     try:
         load_settings(workspace, {"model": "demo"}, trusted=True)
     except ConfigError as error:
@@ -204,7 +198,7 @@ def assert_config_error(result_stderr: str, exit_code: int, setting: str) -> Non
 def test_an_absurd_value_in_config_toml_is_a_configuration_error(
     run_cli: RunCli, workspace: Path, line: str, setting: str
 ) -> None:
-    project_config(workspace, line)
+    write_state(workspace, "config.toml", line)
 
     result = run_cli("run", "-c", "1", "-p", "hi")
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agent_tutorial.bootstrap import TEXT_CALLS_NOTICE
-from tests.conftest import RunCli, session_messages
+from tests.conftest import RunCli, session_messages, write_state
 from tests.loopback import LoopbackServer, exchanged, text_stream, tool_stream
 from tests.terminal import Terminal
 from tests.test_text_calls import SHAPES
@@ -302,8 +302,7 @@ def test_a_streamed_call_written_as_text_never_reaches_the_screen(
 def test_tool_calls_is_a_plain_setting_in_config_toml(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
-    (workspace / ".agent_tutorial").mkdir()
-    (workspace / ".agent_tutorial" / "config.toml").write_text('tool_calls = "text"\n')
+    write_state(workspace, "config.toml", 'tool_calls = "text"\n')
     loopback.queue(text_stream("hi"))
 
     result = run_cli("run", "-c", "2", "-p", "hi")
