@@ -54,8 +54,9 @@ def wire_messages(
     message stays the same for a server's prompt cache). Any other system message (a snip
     marker, a request-only reminder) becomes a user turn in `<system-reminder>` tags, in
     place, so request-only notes stay after the last canonical message and each request
-    still extends the previous one. Chat templates of Gemma, Mistral and others reject a system message
-    anywhere else, and llama-cpp-python renders the whole tool list again for each one.
+    still extends the previous one. Chat templates of Gemma, Mistral and others reject a
+    system message anywhere else, and llama-cpp-python renders the whole tool list again
+    for each one.
     """
     leading = _leading_system_messages(messages)
     wire: list[dict[str, Any]] = []
