@@ -25,6 +25,7 @@ from agent_tutorial.adapters.filesystem import (
     ProtectedPathError,
     Target,
     Workspace,
+    WorkspaceEntry,
     WorkspacePathError,
     compile_glob,
     is_binary,
@@ -89,8 +90,9 @@ class EditFileInput(_ToolInput):
 class GlobInput(_ToolInput):
     pattern: str = Field(
         min_length=1,
-        description='Glob relative to `path`, such as "**/*.py", "src/*.ts" or '
-        '"**/test_*.{py,pyi}". `*` stays inside one directory; `**/` spans any depth.',
+        description='A glob such as "*.py", "src/*.ts" or "**/test_*.{py,pyi}". Without a "/" '
+        "it matches names at any depth; with one, the path relative to `path`, where `*` "
+        "stays inside one directory and `**/` spans any depth.",
     )
     path: str = Field(default=".", description="The directory to search in.")
     include_ignored: bool = Field(
@@ -432,49 +434,84 @@ def _no_match_message(given: str, text: str, old_text: str) -> str:
 
 @_path_errors
 def _glob(files: Workspace, arguments: GlobInput) -> ToolResult:
-    pattern = arguments.pattern
-    matcher = _compile_glob(pattern)
-    # A pattern without a slash matches in the folder searched only; models often mean
-    # every folder ("how many Python files, subfolders included?" then `*.py`), so the
-    # names it would match deeper down are counted too, and the reply says how to get them.
-    names_only = "/" not in pattern
-    found: list[str] = []
-    deeper = 0
+    pattern, include_ignored = arguments.pattern, arguments.include_ignored
     with files.target(arguments.path) as base:
         if not stat.S_ISDIR(_existing(base, arguments.path).st_mode):
             raise ToolFailure("not_a_directory", f"{arguments.path!r} is not a directory")
-        for entry in search_walk(files, base, include_ignored=arguments.include_ignored):
-            if matcher.fullmatch(entry.relative.relative_to(base.relative).as_posix()):
-                found.append(entry.relative.as_posix() + ("/" if entry.is_dir else ""))
-            elif names_only and matcher.fullmatch(entry.relative.name):
-                deeper += 1
-    return tool_success("\n".join(_glob_lines(pattern, sorted(found), deeper, _place(base))))
+        found = _globbed(files, base, _GlobRule.of(pattern), include_ignored)
+        if found:
+            return tool_success("\n".join(_glob_lines(pattern, found)))
+        # Nothing matched: look once more for the name alone, in every folder.
+        name = pattern.rsplit("/", 1)[-1]
+        elsewhere = 0
+        if "/" in pattern and name.strip("*"):
+            elsewhere = len(_globbed(files, base, _GlobRule.of(name), include_ignored))
+    return tool_success(_glob_no_match(pattern, _place(base), elsewhere))
 
 
-def _glob_lines(pattern: str, found: list[str], deeper: int, place: str) -> list[str]:
-    # Said as what to do next: the 1.5B model of issue 16 called `**/*.py` after "call glob
-    # with pattern '**/*.py'", but not after a note that only said what it would match.
-    recursive = f"call glob with pattern {'**/' + pattern!r} to list them"
-    if not found:
-        if deeper:
-            return [
-                f"No paths match {pattern!r} in {place} itself, but {deeper} in its subfolders "
-                f"{'does' if deeper == 1 else 'do'}: {recursive}."
-            ]
-        return [
-            f"No paths match {pattern!r} in {place}. glob matches the names of files and "
-            "folders; grep searches the text inside files."
-        ]
+def _globbed(files: Workspace, base: Target, rule: _GlobRule, include_ignored: bool) -> list[str]:
+    """The paths below `base` that `rule` matches, sorted; folders end in a slash."""
+    return sorted(
+        entry.relative.as_posix() + ("/" if entry.is_dir else "")
+        for entry in search_walk(files, base, include_ignored=include_ignored)
+        if rule.matches(entry, base)
+    )
+
+
+@dataclass(frozen=True)
+class _GlobRule:
+    """One rule for glob's pattern and grep's `glob` filter. With a slash, a pattern matches
+    the path below the folder searched; without one, a name at any depth, as .gitignore
+    patterns and ripgrep's --glob do. Models mean every folder: asked for the Python files
+    "subfolders included", the 1.5B model of issue 16 called glob with `*.py`."""
+
+    matcher: re.Pattern[str]
+    names_only: bool
+
+    @classmethod
+    def of(cls, pattern: str) -> _GlobRule:
+        try:
+            return cls(compile_glob(pattern), "/" not in pattern)
+        except ValueError as error:
+            raise ToolFailure("invalid_glob", str(error)) from None
+
+    def matches(self, entry: WorkspaceEntry, base: Target) -> bool:
+        if self.names_only:
+            return self.matcher.fullmatch(entry.name) is not None
+        below = entry.relative.relative_to(base.relative).as_posix()
+        return self.matcher.fullmatch(below) is not None
+
+
+def _glob_lines(pattern: str, found: list[str]) -> list[str]:
     lines = [f"{_counted(found)} {pattern!r}:", *found[:GLOB_RESULT_LIMIT]]
     if len(found) > GLOB_RESULT_LIMIT:
         more = len(found) - GLOB_RESULT_LIMIT
         lines.append(f"[{more} more not shown; narrow the pattern or the path]")
-    if deeper:
-        every = len(found) + deeper
-        lines.append(
-            f"[{place} itself only; {deeper} more match in subfolders, {every} in all: {recursive}]"
-        )
     return lines
+
+
+def _glob_no_match(pattern: str, place: str, elsewhere: int) -> str:
+    """Said as what to call next: a small model follows "call X with Y". Issue 16's 1.5B
+    model called glob `src/**/*.py` where there is no src, and `**/parse_header.py` for a
+    function, then echoed a reply that only said what grep does as its answer."""
+    found_none = f"No paths match {pattern!r} in {place}"
+    if elsewhere:
+        name = pattern.rsplit("/", 1)[-1]
+        return (
+            f"{found_none}, but {elsewhere} named {name!r} elsewhere "
+            f"{'does' if elsewhere == 1 else 'do'}: call glob with pattern {name!r} to list them."
+        )
+    # A file name that is a plain word may be a name inside a file.
+    word = pattern.rsplit("/", 1)[-1].split(".", 1)[0].strip("*?")
+    if re.fullmatch(r"\w{3,}", word):
+        return (
+            f"{found_none}. glob matches the names of files and folders; to search the text "
+            f"inside files, call grep with pattern {word!r}."
+        )
+    return (
+        f"{found_none}. glob matches the names of files and folders; grep searches the text "
+        "inside files."
+    )
 
 
 def _counted(found: list[str]) -> str:
@@ -535,8 +572,18 @@ def _grep(files: Workspace, budget_s: float, arguments: GrepInput) -> ToolResult
             f"(search them with bash): {', '.join(oversized[:5])}]"
         )
     if not run.matches:
-        return tool_success(f"No matches for {arguments.pattern!r} in {_place(start)}.")
+        return tool_success(_grep_no_match(arguments.pattern, start))
     return tool_success("\n".join(run.matches))
+
+
+def _grep_no_match(pattern: str, start: Target) -> str:
+    """Said as what to call next. Issue 16's 1.5B model grepped `port=\\d+` in a file that
+    holds `port = 8731` and called the same grep again; a file is short enough to read."""
+    found_none = f"No matches for {pattern!r} in {_place(start)}."
+    if start.info is None or stat.S_ISDIR(start.info.st_mode):
+        return f"{found_none} Case and spaces count; a shorter pattern finds more."
+    given = start.relative.as_posix()
+    return f"{found_none} To see the whole file, call read_file with path {given!r}."
 
 
 def _grep_texts(
@@ -556,28 +603,17 @@ def _compile_search(pattern: str, budget_s: float) -> LineSearch:
         ) from None
 
 
-def _compile_glob(pattern: str) -> re.Pattern[str]:
-    try:
-        return compile_glob(pattern)
-    except ValueError as error:
-        raise ToolFailure("invalid_glob", str(error)) from None
-
-
 def _searchable_texts(
     files: Workspace, start: Target, arguments: GrepInput, oversized: list[str]
 ) -> Iterator[tuple[str, str]]:
     """Workspace-relative name and text of each text file below `start`; symlinks are not
     followed, binary files are skipped and files too large are noted in `oversized`."""
-    glob = arguments.glob
-    matcher = _compile_glob(glob) if glob else None
-    match_name_only = glob is not None and "/" not in glob
+    wanted = _GlobRule.of(arguments.glob) if arguments.glob else None
     for entry in search_walk(files, start, include_ignored=arguments.include_ignored):
         if entry.is_dir or entry.is_symlink:
             continue
-        if matcher is not None:
-            relative = entry.relative.relative_to(start.relative).as_posix()
-            if not matcher.fullmatch(entry.name if match_name_only else relative):
-                continue
+        if wanted is not None and not wanted.matches(entry, start):
+            continue
         shown_as = entry.relative.as_posix()
         try:
             text = _text_of(open_entry(entry), shown_as)
