@@ -24,7 +24,7 @@ from agent_tutorial.adapters.sandbox import (
     sandbox_available,
     sandboxed,
 )
-from agent_tutorial.adapters.text_tool_calls import TextToolCalls
+from agent_tutorial.adapters.text_tool_calls import SwitchReason, TextToolCalls
 from agent_tutorial.config import STATE_DIR, ConfigError, Settings, user_config_path
 from agent_tutorial.core.events import (
     ASKING_SOURCE,
@@ -336,19 +336,28 @@ TEXT_CALLS_NOTICE = (
     "the model wrote its tool calls as text; running them as tool calls, and describing the "
     "tools in the prompt from now on (tool_calls = auto; native keeps such text as the answer)"
 )
+TOOL_LIST_ECHO_NOTICE = (
+    "the model repeated its tool list instead of calling a tool; asking again with the tools "
+    "described in the prompt, as from now on (tool_calls = auto; native keeps the reply)"
+)
+_SWITCH_NOTICES: dict[SwitchReason, str] = {
+    "calls_in_text": TEXT_CALLS_NOTICE,
+    "echoed_tool_list": TOOL_LIST_ECHO_NOTICE,
+}
 
 
 def reading_text_calls(model: ModelClient, settings: Settings, events: EventBus) -> ModelClient:
     """The model as this session's runner sees it: unless `tool_calls = "native"`, calls a
     model writes as text come back as real calls. In `auto`, the first time this happens
-    the session turns to describing the tools in the prompt, and says so once (stderr, and
-    a stream-json notice)."""
+    (or the model repeats its tool list instead of calling), the session turns to
+    describing the tools in the prompt, and says so once (stderr, and a stream-json
+    notice)."""
     if settings.tool_calls == "native":
         return model
     return TextToolCalls(
         model,
         settings.tool_calls,
-        on_first_read=lambda: events.emit(Notice("info", TEXT_CALLS_NOTICE)),
+        on_switch=lambda reason: events.emit(Notice("info", _SWITCH_NOTICES[reason])),
     )
 
 

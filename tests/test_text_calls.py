@@ -18,6 +18,7 @@ from agent_tutorial.adapters.text_calls import (
     Offered,
     TextCall,
     calls_from,
+    echoes_tool_list,
     offered_tools,
     partial_trigger_length,
     read_calls,
@@ -194,6 +195,38 @@ def test_a_bare_marker_for_a_tool_not_offered_stays_an_answer(text: str) -> None
 
 def test_no_tools_offered_means_no_calls() -> None:
     assert read_calls(GLOB, {}) is None
+
+
+GLOB_DEFINITION = '{"type": "function", "function": {"name": "glob", "description": "Find'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"<tools>\n{GLOB_DEFINITION}",  # as the 1.5B model began one reply, cut at its cap
+        f"  {GLOB_DEFINITION} files by name",  # untagged, after spaces
+        '<tools> { "type" : "function" , "function" : { "name" : "glob" } }\n</tools>',
+    ],
+)
+def test_a_reply_opening_with_an_offered_tools_definition_echoes_the_tool_list(
+    text: str,
+) -> None:
+    assert echoes_tool_list(text, OFFERED)
+    assert read_calls(text, OFFERED) is None  # a definition is never a call
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        GLOB_DEFINITION.replace("glob", "write_file"),  # not a tool that was offered
+        f"Here is the tool I would use: {GLOB_DEFINITION}",  # prose first: an answer
+        GLOB,  # a call, not a definition
+        '{"type": "object", "function": {"name": "glob"}}',
+        "<tools>\n</tools>",
+    ],
+)
+def test_other_replies_do_not_echo_the_tool_list(text: str) -> None:
+    assert not echoes_tool_list(text, OFFERED)
 
 
 def test_raw_newlines_inside_a_string_are_read_as_a_model_means_them() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent_tutorial.bootstrap import TEXT_CALLS_NOTICE
+from agent_tutorial.bootstrap import TEXT_CALLS_NOTICE, TOOL_LIST_ECHO_NOTICE
 from tests.conftest import RunCli, session_messages, write_state
 from tests.loopback import LoopbackServer, exchanged, text_stream, tool_stream
 from tests.terminal import Terminal
@@ -21,6 +21,10 @@ from tests.test_text_calls import SHAPES
 
 ANSWER = "There are two Python files."
 READ_A = '{"name": "read_file", "arguments": {"path": "a.py"}}'
+TOOL_LIST_ECHO = (  # how the 1.5B model began one reply in chapter 8, cut at its cap
+    '<tools>\n{"type": "function", "function": {"name": "grep", "description": "Search text '
+    "files in the workspace for a regular expression. Returns `path:line:text` for each"
+)
 
 
 def python_files(workspace: Path) -> None:
@@ -178,6 +182,42 @@ def test_after_a_call_written_as_text_auto_describes_the_tools_in_the_prompt(
         "read_file",
     ]
     assert result.stderr.count(TEXT_CALLS_NOTICE) == 1
+
+
+def test_a_reply_repeating_the_tool_list_is_asked_again_with_the_tools_in_the_prompt(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    python_files(workspace)
+    loopback.queue(text_stream(TOOL_LIST_ECHO), text_stream(SHAPES["bare"]), text_stream(ANSWER))
+
+    result = run_cli("run", "-c", "2", "-p", "How many?", "--output-format", "json")
+
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["result"] == ANSWER
+    echoed, again, _after = loopback.requests
+    assert "tools" in echoed and "tools" not in again
+    assert again["messages"][0]["content"].startswith("# Tools\n")
+    assert exchanged(again) == exchanged(echoed)  # the same request: the echo is not kept
+    (call,) = recorded_calls(workspace)
+    assert call["function"]["name"] == "glob"
+    assert "grep" not in json.dumps(session_messages(workspace))
+    assert result.stderr.count(TOOL_LIST_ECHO_NOTICE) == 1
+    assert TEXT_CALLS_NOTICE not in result.stderr  # said once a session, for the first reason
+
+
+@pytest.mark.parametrize("mode", ["native", "text"])
+def test_a_repeated_tool_list_stays_the_answer_where_asking_again_changes_nothing(
+    run_cli: RunCli, loopback: LoopbackServer, mode: str
+) -> None:
+    """`native` never reads the text; in `text` the tools are already in the prompt."""
+    loopback.queue(text_stream(TOOL_LIST_ECHO))
+
+    result = run_cli("run", "-c", "2", "-p", "How many?", "--tool-calls", mode)
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == TOOL_LIST_ECHO
+    assert len(loopback.requests) == 1
+    assert TOOL_LIST_ECHO_NOTICE not in result.stderr
 
 
 def test_a_model_that_calls_natively_keeps_the_tools_on_the_wire(

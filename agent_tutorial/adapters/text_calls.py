@@ -110,6 +110,21 @@ def read_calls(text: str, offered: Offered) -> CallsInText | None:
     return None
 
 
+_TOOL_DEFINITION = re.compile(
+    r'\s*(?:<tools>\s*)?\{\s*"type"\s*:\s*"function"\s*,'
+    r'\s*"function"\s*:\s*\{\s*"name"\s*:\s*"([^"]+)"'
+)
+
+
+def echoes_tool_list(text: str, offered: Offered) -> bool:
+    """Whether `text` opens with an offered tool's definition as Qwen's chat template lists
+    them (`<tools>` then `{"type": "function", "function": {"name": …`): the model repeated
+    the list it was shown instead of calling a tool or answering. The opening is enough, as
+    such a reply usually runs to its output cap."""
+    match = _TOOL_DEFINITION.match(text)
+    return match is not None and match.group(1) in offered
+
+
 def offered_tools(tools: Iterable[ToolSpec]) -> Offered:
     """Each tool's name and the names of its parameters, as `read_calls` takes them."""
     return {tool.name: frozenset(tool.parameters.get("properties", ())) for tool in tools}

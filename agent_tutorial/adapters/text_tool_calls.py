@@ -10,7 +10,10 @@ pairing, permissions, hooks, sessions and compaction never see the difference.
   four tasks and echoed a result as its answer in two; in two runs after the switch, it
   repeated one in at most one task and echoed none). A bare `functions.NAME:`
   (llama-cpp-python's "auto", which does not call) is asked again once with a named
-  `tool_choice`, which that server honours (a native call then: no switch).
+  `tool_choice`, which that server honours (a native call then: no switch). A reply that
+  repeats the tool list the template showed (`<tools>{"type": "function", …`) instead of
+  calling or answering switches too, and the request is sent again that way: it happened
+  in one task of a chapter 8 run, and the same request in the text protocol brought a call.
 - `text`: no tools on the wire; the system prompt describes them (`text_protocol`) and the
   reply is read the same way.
 
@@ -21,28 +24,37 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from agent_tutorial.adapters.text_call_stream import HeldCallText
-from agent_tutorial.adapters.text_calls import CallsInText, Offered, offered_tools, read_calls
+from agent_tutorial.adapters.text_calls import (
+    CallsInText,
+    Offered,
+    echoes_tool_list,
+    offered_tools,
+    read_calls,
+)
 from agent_tutorial.adapters.text_protocol import as_text_protocol
 from agent_tutorial.core.messages import ToolCall, assistant_message, new_call_id
 from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest, Usage
 
+SwitchReason: TypeAlias = Literal["calls_in_text", "echoed_tool_list"]
+"""Why `auto` turned to describing the tools in the prompt."""
+
 
 class TextToolCalls:
-    """Reads calls written as text; `on_first_read` is told the first time (once a session,
-    the composition root builds one of these per session)."""
+    """Reads calls written as text; in `auto`, `on_switch` is told once why the session
+    turned to the text protocol (the composition root builds one of these per session)."""
 
     def __init__(
         self,
         model: ModelClient,
         mode: Literal["auto", "text"],
-        on_first_read: Callable[[], None] = lambda: None,
+        on_switch: Callable[[SwitchReason], None] = lambda _reason: None,
     ) -> None:
         self.model = model
         self.mode = mode
-        self._on_first_read = on_first_read
+        self._on_switch = on_switch
         self.describes_tools = mode == "text"
         """Whether requests carry the tools in the system prompt instead of on the wire:
         always in `text` mode, in `auto` once the model wrote a call as text."""
@@ -55,14 +67,29 @@ class TextToolCalls:
         held = None if request.on_text is None else HeldCallText(request.on_text, offered)
         reply = self.model.complete(replace(sent, on_text=held))
         found = self._calls_in(reply, offered)
+        echoed = found is None and self._echoes_tool_list(reply, offered)
         if held is not None:
-            held.finish(were_calls=found is not None)
+            held.finish(were_calls=found is not None or echoed)
+        if echoed:
+            self._switch_to_text("echoed_tool_list")
+            again = self.complete(request)
+            return replace(again, usage=_added(reply.usage, again.usage))
         if found is None:
             return reply
         if found.named_tool is not None:
             return self._ask_for_named_tool(request, reply, found)
-        self._switch_to_text()
+        self._switch_to_text("calls_in_text")
         return _as_calls(reply, found, reply.usage)
+
+    def _echoes_tool_list(self, reply: ModelReply, offered: Offered) -> bool:
+        """Only while the tools still travel natively: in the text protocol the request
+        sent would be the same again."""
+        text = reply.message.content or ""
+        return (
+            not self.describes_tools
+            and not reply.message.tool_calls
+            and echoes_tool_list(text, offered)
+        )
 
     def _calls_in(self, reply: ModelReply, offered: Offered) -> CallsInText | None:
         """The calls a reply without native ones wrote as text. A bare `functions.NAME:` can
@@ -89,18 +116,19 @@ class TextToolCalls:
         named = offered_tools(tool for tool in request.tools if tool.name == found.named_tool)
         written = read_calls(again.message.content or "", named)
         if written is not None and written.calls:
-            self._switch_to_text()
+            self._switch_to_text("calls_in_text")
             return _as_calls(again, replace(written, prose=found.prose), usage)
         if request.on_text is not None:
             request.on_text(reply.message.content or "")
         return replace(reply, usage=usage)
 
-    def _switch_to_text(self) -> None:
-        """In `auto`, the first call written as text: said once, and the tools are described
-        in the prompt from the next request on (in `text` mode it is the protocol itself)."""
+    def _switch_to_text(self, reason: SwitchReason) -> None:
+        """In `auto`, the first call written as text (or tool list repeated): said once, and
+        the tools are described in the prompt from the next request on (in `text` mode it
+        is the protocol itself)."""
         if not self.describes_tools:
             self.describes_tools = True
-            self._on_first_read()
+            self._on_switch(reason)
 
 
 def _as_calls(reply: ModelReply, found: CallsInText, usage: Usage | None) -> ModelReply:
