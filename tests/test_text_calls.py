@@ -288,6 +288,24 @@ def test_prose_after_a_fenced_call_is_never_shown(cuts: list[int]) -> None:
     assert (during, after) == ("Listing.\n", "Listing.\n")
 
 
+ECHO = f'<tools>\n{GLOB_DEFINITION} files by name.", "parameters": {{"type": "object"}}}}}}\n'
+
+
+@given(st.lists(st.integers(min_value=0, max_value=150), max_size=12))
+def test_a_repeated_tool_list_is_held_while_it_streams(cuts: list[int]) -> None:
+    """`auto` asks again instead (the reply is then dropped); elsewhere it is shown at the
+    end, whole."""
+    shown: list[str] = []
+    held = HeldCallText(shown.append, OFFERED)
+    bounds = [0, *sorted({cut % (len(ECHO) + 1) for cut in cuts}), len(ECHO)]
+    for start, end in itertools.pairwise(bounds):
+        held(ECHO[start:end])
+
+    assert shown == []
+    held.finish(were_calls=False)
+    assert "".join(shown) == ECHO
+
+
 def test_prose_with_a_brace_is_let_through_before_the_reply_ends() -> None:
     shown: list[str] = []
     held = HeldCallText(shown.append, OFFERED)

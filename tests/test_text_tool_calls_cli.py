@@ -339,6 +339,20 @@ def test_a_streamed_call_written_as_text_never_reaches_the_screen(
     assert "pattern" not in screen and "```" not in screen
 
 
+def test_a_repeated_tool_list_never_reaches_the_screen(
+    make_terminal: Callable[..., Terminal], loopback: LoopbackServer, workspace: Path
+) -> None:
+    python_files(workspace)
+    whole = TOOL_LIST_ECHO + ' line.", "parameters": {"type": "object"}}}\n{"type": "function"'
+    loopback.queue(text_stream(whole, pieces=20), text_stream(SHAPES["bare"]), text_stream(ANSWER))
+    terminal = make_terminal("run", "--chapter", "2", "--prompt", "How many?", columns=100)
+
+    assert terminal.wait_for_exit() == 0
+    screen = terminal.flat_text()
+    assert ANSWER in screen and "repeated its tool list" in screen
+    assert "Search text" not in screen and '"type"' not in screen
+
+
 def test_tool_calls_is_a_plain_setting_in_config_toml(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:

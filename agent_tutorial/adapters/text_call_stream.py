@@ -1,7 +1,8 @@
 """Streamed text with tool calls written as text held back: the renderer receives each
 piece as it arrives, so a call the model writes as text would be on screen before anyone
 knew it was a call. Text is passed on up to where a call block may begin, held from there
-until it is known not to be one, and dropped when the whole reply turns out to be calls.
+until it is known not to be one, and dropped when the whole reply turns out to be calls (or
+a repeated tool list, which `auto` asks again for).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from agent_tutorial.adapters.text_calls import (
     Offered,
     calls_from,
+    echoes_tool_list,
     partial_trigger_length,
     trigger_positions,
 )
@@ -50,7 +52,10 @@ class HeldCallText:
         """Where text stops being safe to show: the first place a call block may begin."""
         text = self._text
         for start in trigger_positions(text, self._shown):
-            if calls_from(text, start, self._offered) is not None:
+            # A repeated tool list is held too: in `auto` the request goes again instead.
+            if calls_from(text, start, self._offered) is not None or echoes_tool_list(
+                text, self._offered, start
+            ):
                 self._holding = True
                 return start
         self._holding = False

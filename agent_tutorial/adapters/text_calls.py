@@ -116,12 +116,12 @@ _TOOL_DEFINITION = re.compile(
 )
 
 
-def echoes_tool_list(text: str, offered: Offered) -> bool:
-    """Whether `text` opens with an offered tool's definition as Qwen's chat template lists
-    them (`<tools>` then `{"type": "function", "function": {"name": …`): the model repeated
-    the list it was shown instead of calling a tool or answering. The opening is enough, as
-    such a reply usually runs to its output cap."""
-    match = _TOOL_DEFINITION.match(text)
+def echoes_tool_list(text: str, offered: Offered, start: int = 0) -> bool:
+    """Whether `text` opens (at `start`) with an offered tool's definition as Qwen's chat
+    template lists them (`<tools>` then `{"type": "function", "function": {"name": …`): the
+    model repeated the list it was shown instead of calling a tool or answering. The
+    opening is enough, as such a reply usually runs to its output cap."""
+    match = _TOOL_DEFINITION.match(text, start)
     return match is not None and match.group(1) in offered
 
 
