@@ -37,6 +37,7 @@ from agent_tutorial.core.tools import ToolResult
 from agent_tutorial.features.artifact_catalog import ArtifactInfo
 from agent_tutorial.features.sessions import DamagedLine, SessionInfo
 from agent_tutorial.layout import shorten_at_word, wrap_keeping_units
+from agent_tutorial.stream_wrap import WordWrap
 
 SUBJECT_WIDTH = 60
 MIN_SUBJECT_WIDTH = 12  # below this a subject says too little: it is left out
@@ -161,6 +162,7 @@ class TerminalRenderer:
         self.markdown = markdown
         self._status: Status | None = None
         self._mid_line = False
+        self._wrap: WordWrap | None = None  # a plain answer streaming to a terminal
         self._live: Live | None = None
         self._answer = ""
         self._subjects: dict[str, str] = {}  # call id -> the subject its start line showed
@@ -256,9 +258,16 @@ class TerminalRenderer:
                 self._live = _live_display(self.out)
             self._live.update(_markdown(self._answer))
             return
-        # A piece starts mid-line, where rich cannot know the column: the terminal wraps it.
-        self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
-        self._mid_line = not text.endswith("\n")
+        # A piece starts mid-line, where rich cannot know the column: on a terminal the
+        # words are placed here, elsewhere lines stay whole for whatever reads them.
+        if self._wrap is None and self.out.is_terminal:
+            self._wrap = WordWrap(self.out.width)
+        self._print_plain(text if self._wrap is None else self._wrap.feed(text))
+        self._mid_line = not text.endswith("\n") if self._wrap is None else True
+
+    def _print_plain(self, text: str) -> None:
+        if text:
+            self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
 
     def _end_stream(self) -> None:
         if self._live is not None:
@@ -267,6 +276,10 @@ class TerminalRenderer:
             if not self.out.is_terminal:
                 self.out.line()  # Live ends its last render with a newline only on a terminal
             self._live, self._answer = None, ""
+        if self._wrap is not None:
+            self._print_plain(self._wrap.flush())
+            self._mid_line = not self._wrap.at_line_start
+            self._wrap = None
         if self._mid_line:
             self.out.print()
             self._mid_line = False

@@ -306,3 +306,19 @@ def test_a_name_that_is_not_utf8_is_shown_with_its_byte_escaped() -> None:
     shown = printed(tool_line("read_file", "caf\udce9.txt", tool_success("ok"), 0.0))
 
     assert shown.startswith(r"• read_file caf\xe9.txt")
+
+
+def test_a_streamed_answer_on_a_terminal_breaks_between_words_and_shows_all_before_a_tool() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    renderer = TerminalRenderer(
+        Console(file=out, width=16, force_terminal=True, color_system=None),
+        Console(file=err, width=100, force_terminal=True, color_system=None),
+        stream_answer=True,
+    )
+    call = tool_call("c1", "glob", '{"pattern": "*.py"}')
+    with rendering(renderer):
+        for piece in ["count the Py", "thon files no", "w"]:
+            renderer.emit(TextDelta(piece))
+        renderer.emit(ToolStarted(call, "*.py"))
+
+    assert out.getvalue() == "count the Python\nfiles now\n"
