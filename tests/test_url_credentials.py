@@ -225,6 +225,19 @@ def test_a_url_password_is_a_known_secret_from_eight_characters() -> None:
     assert Redactor(secrets).redact("echo Pr0xyPas").text == "echo [REDACTED:HTTPS_PROXY]"
 
 
+def test_every_url_password_in_a_value_is_a_known_secret() -> None:
+    """pip's extra index URL lists several URLs: the second password printed on its own
+    (a script that parses the URL) leaked, as only the first was a known secret."""
+    environ = {"PIP_EXTRA_INDEX_URL": "https://u:FirstPassw0rd@a/simple https://u:SecondPassw0rd@b"}
+
+    secrets = known_secrets([environ], api_key=None, api_key_name="OPENAI_API_KEY")
+
+    assert secrets == {
+        "FirstPassw0rd": "PIP_EXTRA_INDEX_URL",
+        "SecondPassw0rd": "PIP_EXTRA_INDEX_URL",
+    }
+
+
 def test_a_variable_holding_a_url_with_a_password_leaves_bash_environment() -> None:
     environ = {
         "HTTPS_PROXY": "http://bob:pw@proxy:3128",

@@ -101,13 +101,18 @@ URL_PASSWORD = (
 _URL_PASSWORD = re.compile(URL_PASSWORD[2])
 
 
-def url_password(value: str | None) -> str | None:
-    """The password of the first URL in `value` that has one (`http://user:password@host`),
-    read as the masks read it, however malformed the rest of the URL."""
+def url_passwords(value: str | None) -> list[str]:
+    """The password of every URL in `value` that has one (`http://user:password@host`),
+    read as the masks read them, however malformed the rest of each URL."""
     if not value or "://" not in value:
-        return None
-    match = _URL_PASSWORD.search(value)
-    return None if match is None else match["url_secret"]
+        return []
+    return [match["url_secret"] for match in _URL_PASSWORD.finditer(value)]
+
+
+def url_password(value: str | None) -> str | None:
+    """The password of the first URL in `value` that has one, if any."""
+    passwords = url_passwords(value)
+    return passwords[0] if passwords else None
 
 
 def mask_url_passwords(text: str) -> str:
@@ -146,12 +151,15 @@ def known_secrets(
 
     add(api_key_name, api_key)
     for value in public:
-        add("url_password", url_password(value))
+        for password in url_passwords(value):
+            add("url_password", password)
     for source in sources:
         for name, value in source.items():
             if looks_secret(name):
                 add(name, value)
-            add(name, url_password(value))
+            # A value may list several URLs (pip's extra index URLs): each password counts.
+            for password in url_passwords(value):
+                add(name, password)
     return secrets
 
 
