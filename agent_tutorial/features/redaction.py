@@ -191,9 +191,10 @@ class Redactor:
         shapes = (URL_PASSWORD, *TOKEN_SHAPES) if patterns else (URL_PASSWORD,)
         alternatives += [f"(?P<{kind}>{pattern})" for kind, _, pattern in shapes]
         triggers += [core for _, core, _ in shapes]
-        self._pattern = re.compile("|".join(alternatives)) if alternatives else None
+        # Never empty: a URL's password is always an alternative.
+        self._pattern = re.compile("|".join(alternatives))
         # Alternatives that start with a literal are scanned much faster than the full pattern.
-        self._trigger = re.compile("|".join(triggers)) if triggers else None
+        self._trigger = re.compile("|".join(triggers))
         self.longest_value_chars = len(values[0]) if values else 0
 
     def redact(self, text: str) -> Redacted:
@@ -227,8 +228,6 @@ class Redactor:
     def matches(self, text: str, start: int) -> Iterator[re.Match[str]]:
         """Every secret in `text` from `start`, left to right (characters before `start`
         still count as context for the shapes' boundary checks)."""
-        if self._pattern is None or self._trigger is None:
-            return
         position = start
         while (hit := self._trigger.search(text, position)) is not None:
             match = self._pattern.match(text, hit.start())
