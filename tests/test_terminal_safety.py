@@ -27,6 +27,9 @@ LINK = "\x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\"
 CLEAR = "\x1b[2J"
 CSI_C1 = "\x9b31m"
 HOSTILE_ANSWER = f"clip {CLIPBOARD} title {TITLE} link {LINK} clear {CLEAR} c1 {CSI_C1} answerend"
+WIDE = 200
+"""Columns enough for the whole answer on one line: these tests read the exact bytes, and on
+a narrower terminal the answer is broken between words."""
 SHOWN_ANSWER = (
     r"clip \x1b]52;c;cm0gLXJmIH4=\x07 title \x1b]0;pwned\x07 link "
     r"\x1b]8;;http://evil.example/\x1b\click\x1b]8;;\x1b\ clear \x1b[2J c1 \x9b31m answerend"
@@ -103,6 +106,7 @@ def test_a_streamed_answer_on_a_terminal_without_colour_carries_no_escape_byte(
         ["run", "-c", "2", "-p", "go", "--no-color"],
         cwd=workspace,
         env=loopback_env(loopback, workspace),
+        columns=WIDE,
     )
 
     assert run.exit_code == 0
@@ -119,7 +123,10 @@ def test_on_a_colour_terminal_the_only_escapes_are_the_renderers_own(
     hostile_run(loopback)
 
     run = run_on_two_terminals(
-        ["run", "-c", "2", "-p", "go"], cwd=workspace, env=loopback_env(loopback, workspace)
+        ["run", "-c", "2", "-p", "go"],
+        cwd=workspace,
+        env=loopback_env(loopback, workspace),
+        columns=WIDE,
     )
 
     assert run.exit_code == 0
@@ -139,6 +146,7 @@ def test_with_no_color_the_terminal_gets_no_colour_and_no_escape_from_the_model(
         ["run", "-c", "2", "-p", "go"],
         cwd=workspace,
         env={**loopback_env(loopback, workspace), "NO_COLOR": "1"},
+        columns=WIDE,
     )
 
     assert run.exit_code == 0
