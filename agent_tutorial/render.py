@@ -263,11 +263,11 @@ class TerminalRenderer:
         if self._wrap is None and self.out.is_terminal:
             self._wrap = WordWrap(self.out.width)
         self._print_plain(text if self._wrap is None else self._wrap.feed(text))
-        self._mid_line = not text.endswith("\n") if self._wrap is None else True
 
     def _print_plain(self, text: str) -> None:
         if text:
             self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+            self._mid_line = not text.endswith("\n")
 
     def _end_stream(self) -> None:
         if self._live is not None:
@@ -278,7 +278,6 @@ class TerminalRenderer:
             self._live, self._answer = None, ""
         if self._wrap is not None:
             self._print_plain(self._wrap.flush())
-            self._mid_line = not self._wrap.at_line_start
             self._wrap = None
         if self._mid_line:
             self.out.print()

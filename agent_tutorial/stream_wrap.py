@@ -39,10 +39,6 @@ class WordWrap:
         """The word held back, when the answer stops (or something else is shown)."""
         return self._place_word()
 
-    @property
-    def at_line_start(self) -> bool:
-        return self._column == 0 and not self._word
-
     def _place_word(self) -> str:
         word, self._word = self._word, ""
         if not word:

@@ -48,7 +48,6 @@ def test_a_word_is_held_until_it_ends() -> None:
 
     assert wrap.feed("hel") == ""
     assert wrap.feed("lo wor") == "hello "
-    assert not wrap.at_line_start
     assert wrap.flush() == "wor"
 
 
