@@ -166,7 +166,12 @@ def test_glob_without_matches_says_so_and_points_to_grep(project: Path) -> None:
 
 @pytest.mark.parametrize(
     ("pattern", "word"),
-    [("**/parse_header.py", "parse_header"), ("*config*", "config"), ("Widget", "Widget")],
+    [
+        ("**/parse_header.py", "parse_header"),
+        ("*config*", "config"),
+        ("Widget", "Widget"),
+        ("src/abc.py", "abc"),  # three characters: the shortest word named
+    ],
 )
 def test_a_file_name_glob_finds_nothing_names_the_grep_to_call(
     project: Path, pattern: str, word: str
