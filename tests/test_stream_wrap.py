@@ -36,6 +36,13 @@ def test_line_breaks_in_the_text_start_the_count_again() -> None:
 
 def test_a_word_wider_than_the_terminal_is_left_whole() -> None:
     assert shown("a abcdefghij b", 4) == "a \nabcdefghij\nb"
+    assert shown("abcdefghij", 4) == "abcdefghij"  # no empty line before it
+
+
+def test_a_terminal_one_column_wide_still_gets_every_word() -> None:
+    assert shown("a b", 1) == "a\nb"
+    assert shown("a b", 0) == "a\nb"  # an unknown width counts as one column
+    assert shown("a b", 2) == "a \nb"
 
 
 def test_wide_characters_count_two_columns() -> None:
@@ -54,6 +61,8 @@ def test_a_word_is_held_until_it_ends() -> None:
 def test_tabs_move_to_the_next_tab_stop() -> None:
     assert shown("a\tbcdefgh", 12) == "a\t\nbcdefgh"
     assert shown("a\tbcd", 12) == "a\tbcd"
+    assert shown("abc\tdefg", 12) == "abc\tdefg"  # the stop is column 8, whatever came before
+    assert shown("abc\tdefgh", 12) == "abc\t\ndefgh"
 
 
 @given(

@@ -229,6 +229,13 @@ def test_other_replies_do_not_echo_the_tool_list(text: str) -> None:
     assert not echoes_tool_list(text, OFFERED)
 
 
+def test_a_tool_list_is_looked_for_where_the_stream_says() -> None:
+    text = f"Some prose. {GLOB_DEFINITION}"
+
+    assert echoes_tool_list(text, OFFERED, start=text.index("{"))
+    assert not echoes_tool_list(text, OFFERED)
+
+
 def test_raw_newlines_inside_a_string_are_read_as_a_model_means_them() -> None:
     text = '{"name": "bash", "arguments": {"command": "echo a\nb"}}'
 
