@@ -30,6 +30,11 @@ Known limits (each a decision, said in the guide):
   submodules; a worktree or submodule whose gitdir lies outside the workspace cannot commit.
 - A secret path that does not exist is not reserved: nothing can be read from it, but a
   workspace that holds the home directory lets a command create it (and write dotfiles).
+- Started in a subfolder of its project (the state folder above, read-only already), a
+  command can create a `.agent_tutorial/` in the workspace: reserving the name would leave
+  an empty folder there, which would itself become the nearest project. A run started in
+  that subfolder later finds it first: a new project, whose settings folder trust does not
+  obey until asked, with its own sessions.
 - A command killed by a signal exits with 128 + the signal (bwrap's convention); 32-bit x86
   programs are stopped by the filter's architecture check.
 - `/tmp` is the command's own, so what lies in the host's `/tmp` outside the workspace (a
