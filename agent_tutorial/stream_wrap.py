@@ -4,7 +4,9 @@ A one-shot run shows the answer piece by piece as it arrives. A piece starts whe
 last one stopped, so rich cannot wrap it, and left to the terminal a line breaks in the
 middle of a word at the right edge (`…the Pyth` / `on files`). `WordWrap` keeps count of
 the column instead and holds back the word being written until it ends; a word that would
-not fit goes to the next line. A word wider than the terminal is left to the terminal.
+not fit goes to the next line. A word wider than the terminal (a long URL, a hash) is
+shown as it comes, once it is known to be one, and the terminal wraps it: nothing waits
+on a word without end, and no more than a line's worth is ever held.
 """
 
 from __future__ import annotations
@@ -23,20 +25,33 @@ class WordWrap:
         self._column = 0
         self._word = ""
         """The word being written: not shown until a space or a line break ends it."""
+        self._in_long_word = False
+        """The word being written is wider than a line, and shown as it comes."""
 
     def feed(self, text: str) -> str:
         """What to print now: every word `text` ends, and the spaces between them."""
         shown: list[str] = []
         for char in text:
-            if not char.isspace():
-                self._word += char
-                continue
-            shown.append(self._place_word())
-            shown.append(self._place_space(char))
+            if char.isspace():
+                shown.append(self.flush())
+                shown.append(self._place_space(char))
+            else:
+                shown.append(self._add_to_word(char))
         return "".join(shown)
 
     def flush(self) -> str:
         """The word held back, when the answer stops (or something else is shown)."""
+        self._in_long_word = False
+        return self._place_word()
+
+    def _add_to_word(self, char: str) -> str:
+        if self._in_long_word:
+            self._column += cell_len(char)
+            return char
+        self._word += char
+        if cell_len(self._word) <= self.width:
+            return ""
+        self._in_long_word = True
         return self._place_word()
 
     def _place_word(self) -> str:

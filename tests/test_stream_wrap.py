@@ -39,6 +39,17 @@ def test_a_word_wider_than_the_terminal_is_left_whole() -> None:
     assert shown("abcdefghij", 4) == "abcdefghij"  # no empty line before it
 
 
+def test_a_word_wider_than_the_terminal_is_shown_before_it_ends() -> None:
+    """A long URL or hash streams on; only a line's worth is ever held back."""
+    wrap = WordWrap(4)
+
+    assert wrap.feed("a abc") == "a "
+    assert wrap.feed("de") == "\nabcde"
+    assert wrap.feed("fgh") == "fgh"
+    assert wrap.feed(" b") == ""  # the space at the full line's edge goes; b is held
+    assert wrap.flush() == "\nb"
+
+
 def test_a_terminal_one_column_wide_still_gets_every_word() -> None:
     assert shown("a b", 1) == "a\nb"
     assert shown("a b", 0) == "a\nb"  # an unknown width counts as one column
