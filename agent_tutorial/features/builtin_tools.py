@@ -495,14 +495,14 @@ def _glob_no_match(pattern: str, place: str, elsewhere: int) -> str:
     model called glob `src/**/*.py` where there is no src, and `**/parse_header.py` for a
     function, then echoed a reply that only said what grep does as its answer."""
     found_none = f"No paths match {pattern!r} in {place}"
+    name = pattern.rsplit("/", 1)[-1]
     if elsewhere:
-        name = pattern.rsplit("/", 1)[-1]
         return (
             f"{found_none}, but {elsewhere} named {name!r} elsewhere "
             f"{'does' if elsewhere == 1 else 'do'}: call glob with pattern {name!r} to list them."
         )
     # A file name that is a plain word may be a name inside a file.
-    word = pattern.rsplit("/", 1)[-1].split(".", 1)[0].strip("*?")
+    word = name.split(".", 1)[0].strip("*?")
     if re.fullmatch(r"\w{3,}", word):
         return (
             f"{found_none}. glob matches the names of files and folders; to search the text "
