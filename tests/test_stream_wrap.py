@@ -43,6 +43,7 @@ def test_a_word_wider_than_the_terminal_is_shown_before_it_ends() -> None:
     """A long URL or hash streams on; only a line's worth is ever held back."""
     wrap = WordWrap(4)
 
+    assert WordWrap(4).feed("abcd") == ""  # as wide as a line: held, it may end there
     assert wrap.feed("a abc") == "a "
     assert wrap.feed("de") == "\nabcde"
     assert wrap.feed("fgh") == "fgh"
