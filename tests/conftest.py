@@ -21,6 +21,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from tests.loopback import LoopbackServer
+from tests.other_user import Runtime, runtime_anyone_can_reach
 from tests.terminal import Terminal
 
 if TYPE_CHECKING:
@@ -44,6 +45,14 @@ costly_property = pytest.mark.timeout(300)
 """For a property test whose examples are costly to draw: the thorough profile runs about a
 minute of them on two cores, past the default 60 s timeout. The profile, never the test,
 decides how many examples run."""
+
+
+@pytest.fixture(scope="session")
+def runtime_for_nobody() -> Iterator[Runtime]:
+    """This checkout and its packages where `nobody` can reach them, whatever folder the
+    clone is in (a private one too); made once per test process."""
+    with runtime_anyone_can_reach(Path("/var/tmp")) as runtime:
+        yield runtime
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ from agent_tutorial.adapters.sandbox import (
     sandboxed,
 )
 from tests.conftest import MARKER_VARIABLE, processes_with_marker, wait_until
+from tests.other_user import Runtime
 
 UNAVAILABLE = sandbox_available()
 pytestmark = pytest.mark.skipif(
@@ -69,6 +70,8 @@ class Place:
 
     base: Path
     user_prefix: tuple[str, ...]
+    runtime: Runtime | None = None
+    """For `nobody`: the copy of the bundled bwrap and the package that user can reach."""
     environment: dict[str, str] = field(default_factory=dict)
     workspace: Path = field(init=False)
     outside: Path = field(init=False)
@@ -100,7 +103,7 @@ class Place:
         policy = policy or self.policy()
         with sandboxed(policy, ["bash", "-c", command], cwd=policy.workspace) as launch:
             return subprocess.run(
-                [*self.user_prefix, *launch.argv],
+                [*self.user_prefix, *self.reachable(launch.argv)],
                 pass_fds=launch.pass_fds,
                 env=self.environment,
                 cwd=policy.workspace,
@@ -117,12 +120,20 @@ class Place:
         with its output on a pipe."""
         with sandboxed(self.policy(), argv, cwd=self.workspace) as launch:
             return subprocess.Popen(
-                [*starter, *self.user_prefix, *launch.argv],
+                [*starter, *self.user_prefix, *self.reachable(launch.argv)],
                 pass_fds=launch.pass_fds,
                 env=self.environment,
                 stdout=subprocess.PIPE,
                 start_new_session=True,
             )
+
+    def reachable(self, argv: list[str]) -> list[str]:
+        return self.runtime.reachable(argv) if self.runtime else argv
+
+    @property
+    def pythonpath(self) -> str:
+        """Where the user the commands run as finds the package."""
+        return self.runtime.pythonpath if self.runtime else str(Path(__file__).parents[1])
 
     def off(self, command: str) -> subprocess.CompletedProcess[str]:
         return self.run(command, self.policy("off"))
@@ -135,10 +146,12 @@ class Place:
 
 @pytest.fixture(params=["invoker", "nobody"])
 def place(request: pytest.FixtureRequest, marker: str) -> Iterator[Place]:
-    prefix = _drop_to_nobody() if request.param == "nobody" else ()
+    as_nobody = request.param == "nobody"
+    prefix = _drop_to_nobody() if as_nobody else ()
+    runtime = request.getfixturevalue("runtime_for_nobody") if as_nobody else None
     base = Path(tempfile.mkdtemp(prefix="sandbox-test-", dir=SCRATCH_PARENT))
     base.chmod(0o755)
-    place = Place(base, prefix)
+    place = Place(base, prefix, runtime)
     for folder in (place.workspace, place.outside, place.home / ".ssh", place.private_tmp):
         folder.mkdir(parents=True)
     (place.home / ".ssh" / "id_rsa").write_text(f"{KEY_TEXT}\nb3BlbnNzaC1rZXktdjEA\n")
@@ -731,7 +744,7 @@ def test_the_private_temporary_directory_goes_with_what_commands_locked(place: P
     # As nobody, a folder left with mode 000 really cannot be read by its owner (root can).
     session = subprocess.run(
         [*place.user_prefix, str(SYSTEM_PYTHON), "-c", LOCKING_SESSION, str(place.outside)],
-        env={**place.environment, "PYTHONPATH": str(Path(__file__).parents[1])},
+        env={**place.environment, "PYTHONPATH": place.pythonpath},
         capture_output=True,
         text=True,
         check=False,

@@ -17,7 +17,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ import pytest
 from agent_tutorial.adapters.sandbox import sandbox_available
 from tests.conftest import RunCli, cli_command, cli_environment, run_process
 from tests.loopback import LoopbackServer, text_stream, tool_stream
+from tests.other_user import Runtime
 
 UNAVAILABLE = sandbox_available()
 pytestmark = pytest.mark.skipif(
@@ -429,7 +429,7 @@ def test_a_workspace_the_sandbox_cannot_confine_is_a_usage_error(
 
 
 def test_the_sandbox_confines_an_unprivileged_user_too(
-    loopback: LoopbackServer, workspace: Path, outside: Path
+    loopback: LoopbackServer, workspace: Path, outside: Path, request: pytest.FixtureRequest
 ) -> None:
     setpriv, system_python = shutil.which("setpriv"), shutil.which("python3", path=os.defpath)
     if os.geteuid() != 0 or setpriv is None or system_python is None:
@@ -446,13 +446,11 @@ def test_the_sandbox_confines_an_unprivileged_user_too(
         ),
         text_stream("done"),
     )
-    # The system's Python with this checkout and the virtualenv's packages: nobody cannot
-    # reach the interpreter the virtualenv links to under /root.
-    packages = sysconfig.get_paths()["purelib"]
-    environment = {
-        **cli_environment(loopback),
-        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), packages]),
-    }
+    # The system's Python with a copy of this checkout and the virtualenv's packages that
+    # nobody can reach: the interpreter the virtualenv links to may be under /root, and the
+    # clone in a private folder.
+    runtime: Runtime = request.getfixturevalue("runtime_for_nobody")
+    environment = {**cli_environment(loopback), "PYTHONPATH": runtime.pythonpath}
     drop = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 
     cli = [system_python, "-m", "agent_tutorial", "run", "-c", "3", "-y", "-p", "go"]
