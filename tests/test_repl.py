@@ -188,9 +188,9 @@ def test_context_names_the_workspace_and_the_project_root_above_it(
 
     harness.drive("/context")
 
-    shown = harness.stdout.getvalue()
-    assert re.search(rf"workspace\s+{re.escape(str(workspace / 'src'))} *\n", shown)
-    assert re.search(rf"project root\s+{re.escape(str(workspace))} *\n", shown)
+    # A long temporary path folds onto a second row of the table: compare without spaces.
+    shown = "".join(harness.stdout.getvalue().split())
+    assert f"workspace{workspace / 'src'}projectroot{workspace}" in shown
 
 
 def test_context_says_the_project_root_is_the_workspace_when_it_is(make_repl: MakeRepl) -> None:
