@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-real lint demo bench clean lesson lesson-diff mutate
+.PHONY: install test test-thorough test-real lint demo bench clean lesson lesson-diff mutate
 
 install: $(STAMP)
 
@@ -14,8 +14,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# A worker per core (pytest-xdist); `pytest tests/test_x.py` alone still runs in one process.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
+
+# The same suite with the thorough Hypothesis profile (five times the examples).
+test-thorough: $(STAMP)
+	HYPOTHESIS_PROFILE=thorough $(BIN)/python -m pytest -n auto
 
 # Six real tasks against a real model on a real server (opt-in; never part of `make test` or
 # CI): each test skips when no server answers at REAL_BASE_URL (default

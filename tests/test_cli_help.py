@@ -63,10 +63,17 @@ def test_run_help_keeps_its_sentences_together() -> None:
     assert "the piped input comes first, as context." in text
 
 
-@pytest.mark.parametrize("shell", ["bash", "zsh"])
-def test_completion_script_is_offered_for_common_shells(shell: str) -> None:
+@pytest.mark.parametrize(
+    ("shell", "opening"),
+    [("bash", "_agent_tutorial_completion() {"), ("zsh", "#compdef agent-tutorial")],
+)
+def test_completion_script_is_offered_for_common_shells(shell: str, opening: str) -> None:
+    # The shell named in the request, as `--show-completion` does for the shell it detects
+    # among its parent processes (which a test runner's workers need not have).
     done = subprocess.run(
-        [str(COMMAND), "--show-completion", shell],
+        [str(COMMAND)],
+        env={**os.environ, "_AGENT_TUTORIAL_COMPLETE": f"source_{shell}"},
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=60,
@@ -74,6 +81,7 @@ def test_completion_script_is_offered_for_common_shells(shell: str) -> None:
     )
 
     assert done.returncode == 0, done.stderr
+    assert done.stdout.lstrip().startswith(opening)
     assert "_AGENT_TUTORIAL_COMPLETE" in done.stdout
 
 
