@@ -66,7 +66,7 @@ def open_model_client(
     """The demo, or the adapter for the configured endpoint, its output cap within
     `window`; an adapter's connections are closed with `opened`."""
     if settings.is_demo:
-        from agent_tutorial.adapters.demo import DemoModel
+        from agent_tutorial.demo import DemoModel
 
         return DemoModel(workspace, long_session=long_demo)
     from agent_tutorial.adapters.openai_chat import OpenAIChatModel
