@@ -52,6 +52,7 @@ from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
 from agent_tutorial.adapters.text_calls import ToolCallMode
 from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
+from agent_tutorial.core.events import WAITING_INTERVAL_S
 from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
 from agent_tutorial.core.model import MAX_CONTEXT_WINDOW_TOKENS, MIN_CONTEXT_WINDOW_TOKENS
@@ -63,7 +64,6 @@ from agent_tutorial.dotenv_file import read_dotenv_strictly
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 from agent_tutorial.features.redaction import mask_url_passwords
-from agent_tutorial.headless import WAITING_INTERVAL_S
 
 DEMO_MODEL = "demo"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
