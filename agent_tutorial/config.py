@@ -60,7 +60,7 @@ from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
 from agent_tutorial.core.sandbox import SandboxMode
 from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES, describe_validation_error
-from agent_tutorial.dotenv_file import read_dotenv_strictly
+from agent_tutorial.dotenv_file import read_dotenv
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 from agent_tutorial.features.redaction import mask_url_passwords
@@ -397,7 +397,7 @@ def read_project_settings(root: Path) -> ProjectSettings:
 def _read_dotenv_lines(path: Path) -> Mapping[str, str | None]:
     """`.env`'s variables, read once; `ConfigError` if it is there but cannot be read."""
     try:
-        return read_dotenv_strictly(path)
+        return read_dotenv(path)
     except UnicodeDecodeError:
         raise ConfigError(f"cannot read {path}: it is not UTF-8 text") from None
     except OSError as error:

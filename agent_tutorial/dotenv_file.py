@@ -13,14 +13,6 @@ from pathlib import Path
 
 
 def read_dotenv(path: Path) -> Mapping[str, str | None]:
-    """The variables of a `.env` file (none if it is missing or unreadable)."""
-    try:
-        return read_dotenv_strictly(path)
-    except (OSError, UnicodeDecodeError):
-        return {}
-
-
-def read_dotenv_strictly(path: Path) -> Mapping[str, str | None]:
     """The variables of a `.env` file, none if there is no file; raises `OSError` or
     `UnicodeDecodeError` when there is one that cannot be read."""
     from dotenv import dotenv_values
