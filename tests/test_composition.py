@@ -197,8 +197,13 @@ def test_a_window_stated_in_an_overflow_reaches_the_cap_the_meter_and_the_budget
         conversation = open_chapter_8(workspace, loopback, opened)
         assert conversation.agent.context_meter.window is None
 
+        first = conversation.agent
         with pytest.raises(ContextOverflowError):  # summarised, but far beyond what that saves
             conversation.run("hi")
+        assert first.compaction is not None
+        assert first.compaction.settings.context_window_tokens == 8_192  # learned mid-session
+        assert first.context_meter.window is not None
+        assert first.context_meter.window.tokens == 8_192
         conversation.run("again")
         conversation.start_new()
         conversation.run("anew")
