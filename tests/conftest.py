@@ -323,7 +323,8 @@ def open_loopback_conversation(
     from agent_tutorial.project import Project
 
     flags = {"base_url": loopback.base_url, "model": LOOPBACK_MODEL}
-    settings = load_settings(project_root or workspace, flags)
+    project = Project(project_root or workspace, workspace)
+    settings = load_settings(project.root, flags)
     model = cleanup.enter_context(
         OpenAIChatModel(
             base_url=loopback.base_url,
@@ -333,7 +334,6 @@ def open_loopback_conversation(
             max_retries=0,
         )
     )
-    project = Project(project_root or workspace, workspace)
     setup = ConversationSetup(
         profile_for_chapter(chapter), AgentDeps(model, project, settings), sinks
     )
