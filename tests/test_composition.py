@@ -232,3 +232,17 @@ def test_a_window_holder_never_widens_and_clamps_the_cap() -> None:
     assert window.output_cap_tokens == 1_024
     with pytest.raises(ValueError, match="must be positive"):
         window.learn(0)
+
+
+@pytest.mark.parametrize(("tokens", "max_output_tokens"), [(0, 8_192), (-1, 8_192), (4_096, 0)])
+def test_a_window_holder_refuses_a_size_that_is_not_positive(
+    tokens: int, max_output_tokens: int
+) -> None:
+    with pytest.raises(ValueError, match="must be positive"):
+        ContextWindow(tokens, max_output_tokens=max_output_tokens)
+
+
+def test_the_smallest_window_holder_is_one_token_with_a_one_token_cap() -> None:
+    window = ContextWindow(1, max_output_tokens=1)
+
+    assert (window.tokens, window.output_cap_tokens) == (1, 1)
