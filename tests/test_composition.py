@@ -153,12 +153,14 @@ def test_clear_builds_a_new_agent_with_the_sessions_redactor_and_connection(
         first = conversation.agent
         conversation.run("hi")
         (workspace / ".agent_tutorial" / ".env").unlink()  # a second read would lose it
+        probes = list(loopback.get_paths)
+        assert probes  # chapter 8 asked the server for its window, once, at the start
 
         conversation.start_new()  # what /clear does
 
         assert conversation.agent is not first
         assert conversation.agent.runner.redaction is first.runner.redaction
-        assert conversation.setup.deps.model is not None
+        assert loopback.get_paths == probes  # the same connection: not asked again
         redactor = conversation.agent.runner.redaction
         assert isinstance(redactor, Redactor)
         masked = redactor.redact("tok-0123456789abcdef").text
