@@ -1,16 +1,17 @@
 """The composition root: turns a chapter profile into a ready `AgentRunner`, the settings
-into the model client it talks to (`connect_model`, built by `model_client`) and into the
-sandbox bash runs in (`open_sandbox`).
+into the model client it talks to (`connect_model`, built by `model_client`), into the
+sandbox bash runs in (`open_sandbox`) and into the one `Redactor` of a session
+(`secret_redactor`). `composition.open_session` calls these once per session.
 
 Each capability contributes tools, prompt text, guards or processors; this is the one
 place that asks `Capability.X in profile`. Nothing else knows which chapter it runs in:
-the front ends (`cli.py`, `repl.py`) parse, call these two functions and report.
+the front ends (`cli.py`, `repl.py`) parse, call `open_session` and report.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from agent_tutorial.adapters.sandbox import (
     sandboxed,
 )
 from agent_tutorial.adapters.text_tool_calls import SwitchReason, TextToolCalls
-from agent_tutorial.config import STATE_DIR, ConfigError, Settings, user_config_path
+from agent_tutorial.config import ConfigError, Settings, user_config_path
 from agent_tutorial.core.events import (
     ASKING_SOURCE,
     EventBus,
@@ -47,6 +48,7 @@ from agent_tutorial.core.permissions import (
 from agent_tutorial.core.sandbox import SandboxMode, SandboxPolicy
 from agent_tutorial.core.text import encodable
 from agent_tutorial.core.tools import ToolRegistry
+from agent_tutorial.core.window import ContextWindow
 from agent_tutorial.features.bash import BashSettings, bash_tool
 from agent_tutorial.features.builtin_tools import file_tools, search_tools
 from agent_tutorial.features.compaction import (
@@ -68,7 +70,7 @@ from agent_tutorial.features.project_instructions import (
     ProjectInstructions,
     read_project_instructions,
 )
-from agent_tutorial.features.redaction import Redactor, dotenv_secrets_source, known_secrets
+from agent_tutorial.features.redaction import Redactor, known_secrets
 from agent_tutorial.features.skills import SkillRegistry, load_skill_tool
 from agent_tutorial.features.subagents import (
     SUBAGENT_MAX_TURNS,
@@ -83,8 +85,9 @@ from agent_tutorial.features.todos import (
     render_plan,
     todo_write_tool,
 )
-from agent_tutorial.model_client import context_window, open_model_client, with_server_window
+from agent_tutorial.model_client import open_model_client, session_window, with_server_window
 from agent_tutorial.profiles import Capability, ChapterProfile
+from agent_tutorial.project import Project
 
 BASE_PROMPT = """\
 You are agent-tutorial, a coding agent working in the user's project.
@@ -120,15 +123,11 @@ PARENT_ONLY_GUIDANCE = frozenset({Capability.TODOS, Capability.SUBAGENTS})
 class Agent:
     """A runner plus the features a front end (CLI, REPL) needs to reach directly."""
 
-    runner: AgentRunner
     profile: ChapterProfile
     events: EventBus
-    workspace: Path
-    """The tools' boundary."""
-    project_root: Path
-    """Where `.agent_tutorial/` is: the workspace or a folder above it."""
-    context_meter: ContextMeter = field(default_factory=lambda: ContextMeter(None))
-    """The model's window, when known, and the bytes-per-token calibration (chapter 8)."""
+    project: Project
+    context_meter: ContextMeter = field(default_factory=ContextMeter)
+    """The session's window, when known, and the bytes-per-token calibration (chapter 8)."""
     compaction: CompactionManager | None = None
     todos: TodoTracker | None = None
     skills: SkillRegistry | None = None
@@ -136,6 +135,18 @@ class Agent:
     """AGENTS.md (or CLAUDE.md) as read into the system prompt (chapter 7)."""
     reads_instructions: bool = False
     """Whether this chapter reads AGENTS.md at all (`instructions` is None without one)."""
+    runner: AgentRunner = field(init=False)
+    """Set once, last, by `build_agent`: the runner is given every other part built."""
+
+    @property
+    def workspace(self) -> Path:
+        """The tools' boundary: the folder the agent started in."""
+        return self.project.workspace
+
+    @property
+    def project_root(self) -> Path:
+        """Where `.agent_tutorial/` is: the workspace or a folder above it."""
+        return self.project.root
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,8 @@ class ModelConnection:
     settings: Settings
     """As given, plus the window the server named when the chapter needs one."""
     model: ModelClient
+    window: ContextWindow
+    """The session's one window holder, which the client's output cap reads."""
 
 
 def compacts(profile: ChapterProfile) -> bool:
@@ -155,26 +168,28 @@ def compacts(profile: ChapterProfile) -> bool:
 
 def connect_model(
     settings: Settings,
-    workspace: Path,
+    project: Project,
     profile: ChapterProfile,
     opened: ExitStack,
     *,
-    project_root: Path | None = None,
+    redactor: Redactor,
 ) -> ModelConnection:
     """The model client for a run of `profile`: chapter 8 budgets against the window, so
     an unset one is asked of the server first, and the demo plays its long tour. The
-    client's error text is masked by the same redactor the tools' output is."""
+    client's error text is masked by `redactor`, the one the tools' output is masked by."""
     compaction = compacts(profile)
     if compaction:
         settings = with_server_window(settings)
+    window = session_window(settings)
     model = open_model_client(
         settings,
-        workspace,
-        redactor=secret_redactor(settings, project_root or workspace),
+        project.workspace,
+        redactor=redactor,
+        window=window,
         long_demo=compaction,
         opened=opened,
     )
-    return ModelConnection(settings, model)
+    return ModelConnection(settings, model, window)
 
 
 @dataclass(frozen=True)
@@ -188,16 +203,11 @@ class SessionSandbox:
 
 
 def open_sandbox(
-    settings: Settings,
-    workspace: Path,
-    profile: ChapterProfile,
-    opened: ExitStack,
-    *,
-    project_root: Path | None = None,
+    settings: Settings, project: Project, profile: ChapterProfile, opened: ExitStack
 ) -> SessionSandbox:
     """The session's sandbox for bash: `workspace-write` unless the settings say otherwise,
-    with its private temporary directory, removed when `opened` closes. The state folder
-    is the one at `project_root` (default: the workspace).
+    with its private temporary directory, removed when `opened` closes. The workspace is
+    the project's tools' boundary; the state folder, the one at its root.
 
     Where the system has no sandbox, a confining mode asked for by name is a `ConfigError`
     (exit 2) and the default falls back to bash unconfined, with a notice: a sandbox that
@@ -216,17 +226,13 @@ def open_sandbox(
             f"sandbox {mode!r} was asked for, but the sandbox is not available here: {reason}. "
             "To run bash without one, pass --sandbox off."
         )
-    policy = _sandbox_policy(settings, mode, workspace, opened, project_root)
-    _refuse_unusable_workspace(policy, workspace)
+    policy = _sandbox_policy(settings, mode, project, opened)
+    _refuse_unusable_workspace(policy, project.workspace)
     return SessionSandbox(policy)
 
 
 def _sandbox_policy(
-    settings: Settings,
-    mode: SandboxMode,
-    workspace: Path,
-    opened: ExitStack,
-    project_root: Path | None,
+    settings: Settings, mode: SandboxMode, project: Project, opened: ExitStack
 ) -> SandboxPolicy:
     user_settings = user_config_path().parent.absolute()
     # Made now if missing, so that it is covered like any other: where the workspace holds
@@ -237,8 +243,8 @@ def _sandbox_policy(
     return SandboxPolicy(
         mode=mode,
         network=settings.sandbox_network,
-        workspace=workspace,
-        project_root=project_root,
+        workspace=project.workspace,
+        project_root=project.root,
         private_tmp=opened.enter_context(private_temporary_directory()),
         home=Path.home().absolute(),
         # The user's settings, wherever XDG_CONFIG_HOME puts them (under the home directory
@@ -260,76 +266,88 @@ def _refuse_unusable_workspace(policy: SandboxPolicy, workspace: Path) -> None:
         ) from None
 
 
-@dataclass
+@dataclass(frozen=True)
 class AgentDeps:
+    """What an agent is built from: the session's parts, the same for every agent it
+    builds (`/clear` and `/resume` build another), and this agent's events and history."""
+
     model: ModelClient
-    workspace: Path
-    """The tools' boundary: the directory the agent started in."""
+    project: Project
+    """Where the agent works: the tools' boundary and the root whose `.agent_tutorial/`
+    holds the `.env`, skills and artifacts (`project.find_project`)."""
     settings: Settings
     approver: Approver | None = None
     events: EventBus = field(default_factory=EventBus)
     history: Sequence[ChatMessage] = ()
     max_turns: int | None = None
-    project_root: Path | None = None
-    """The project root at or above `workspace` whose `.agent_tutorial/` holds the `.env`,
-    skills and artifacts (`project.find_project`); None: the workspace itself."""
-
-    @property
-    def root(self) -> Path:
-        return self.project_root or self.workspace
-
-    @property
-    def outer_state_dir(self) -> Path | None:
-        """The state folder when it lies above the tools' boundary, else None."""
-        root = self.root.resolve()
-        return None if root == self.workspace.resolve() else root / STATE_DIR
-
     sandbox: SandboxPolicy | None = None
     """The sandbox bash runs in (`open_sandbox` builds it from the settings); None:
     unconfined."""
+    redactor: Redactor | None = None
+    """The session's one redactor (`secret_redactor`, with the secrets of the project's
+    `.env` as read once); None: one from the settings and the environment alone."""
+    window: ContextWindow | None = None
+    """The session's one window holder, shared with the model client; None: one from the
+    settings, of this agent alone."""
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What `build_agent` makes before the runner: the tools and what guards them."""
+
+    tools: ToolRegistry
+    redactor: Redactor
+    hooks: HookRegistry | None
+    guards: list[CallGuard]
+    turn_guards: list[TurnGuard]
 
 
 def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     """Tools first, then the guards around them, then what each later chapter adds; the
     runner is built last, once every part it is given exists."""
     deps = replace(deps, model=reading_text_calls(deps.model, deps.settings, deps.events))
-    tools = ToolRegistry(max_argument_bytes=deps.settings.max_tool_argument_bytes)
     agent = Agent(
-        runner=AgentRunner(deps.model, tools),  # replaced below once every part exists
         profile=profile,
         events=deps.events,
-        workspace=deps.workspace,
-        project_root=deps.root,
-        context_meter=ContextMeter(context_window(deps.settings)),
+        project=deps.project,
+        context_meter=ContextMeter(deps.window or session_window(deps.settings)),
     )
-    redactor = secret_redactor(deps.settings, deps.root)
-    _add_core_tools(profile, tools, deps, redactor)
-    hooks = _hooks(profile, deps, redactor)
-    guards, turn_guards = _guards(profile, deps, hooks)
-    guidance = _add_todos_and_task(agent, deps, tools, guards)
-    _add_project_knowledge(agent, deps, tools)
+    parts = _tools_and_guards(profile, deps)
+    guidance = _add_todos_and_task(agent, deps, parts.tools, parts.guards)
+    _add_project_knowledge(agent, deps, parts.tools)
     system_prompt = _system_prompt(agent)
     project_context = _project_context(agent)  # with AGENTS.md and the skills: build once
     model = deps.model
     if Capability.COMPACTION in profile:
         framing = (system_prompt, project_context)
-        model = _add_compaction(agent, deps, tools, hooks, framing)
+        model = _add_compaction(agent, deps, parts.tools, parts.hooks, framing)
         guidance.append(ContinueAfterSummary())
     agent.runner = AgentRunner(
         model,
-        tools,
+        parts.tools,
         system_prompt=system_prompt,
         project_context=project_context,
         max_turns=deps.max_turns or deps.settings.max_turns,
         context=agent.compaction,
-        redaction=redactor,
-        guards=guards,
+        redaction=parts.redactor,
+        guards=parts.guards,
         guidance=guidance,
-        turn_guards=turn_guards,
+        turn_guards=parts.turn_guards,
         events=deps.events,
         history=deps.history,
     )
     return agent
+
+
+def _tools_and_guards(profile: ChapterProfile, deps: AgentDeps) -> _Parts:
+    """The core tools, chapter 4's hooks and the guards (chapter 3's policy, or the hooks
+    around it), all masking with the session's redactor."""
+    redactor = deps.redactor or secret_redactor(deps.settings, deps.project.root, {})
+    tools = ToolRegistry(max_argument_bytes=deps.settings.max_tool_argument_bytes)
+    _add_core_tools(profile, tools, deps, redactor)
+    hooks = _hooks(profile, deps, redactor)
+    guards, turn_guards = _guards(profile, deps, hooks)
+    return _Parts(tools, redactor, hooks, guards, turn_guards)
 
 
 TEXT_CALLS_NOTICE = (
@@ -367,7 +385,9 @@ def _hooks(profile: ChapterProfile, deps: AgentDeps, redactor: Redactor) -> Hook
     if Capability.HOOKS not in profile:
         return None
     config = deps.settings.hooks
-    return HookRegistry.from_config(config, deps.workspace, command_hook, redaction=redactor)
+    return HookRegistry.from_config(
+        config, deps.project.workspace, command_hook, redaction=redactor
+    )
 
 
 def _add_todos_and_task(
@@ -388,7 +408,7 @@ def _add_todos_and_task(
 def _add_project_knowledge(agent: Agent, deps: AgentDeps, tools: ToolRegistry) -> None:
     """Chapter 7: the project's skills (a catalog, loaded on demand) and its AGENTS.md."""
     if Capability.SKILLS in agent.profile:
-        agent.skills = _discover_skills(deps.root, deps.events)
+        agent.skills = _discover_skills(deps.project.root, deps.events)
         tools.register(load_skill_tool(agent.skills))
     if Capability.PROJECT_INSTRUCTIONS in agent.profile:
         agent.reads_instructions = True
@@ -409,29 +429,28 @@ def _add_compaction(
     meter.calibration = TokenCalibration(deps.settings.compaction)
     model: ModelClient = WindowFromOverflow(
         MeteredModel(deps.model, meter),
-        meter,
-        deps.settings.max_output_tokens,
-        on_window=lambda tokens: _use_stated_window(agent, deps.events, tokens),
+        meter.context_window,
+        on_window=lambda tokens: _announce_stated_window(deps.events, tokens),
     )
     summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(model, deps.events))
     if hooks is not None:
-        summarizer = CompactionHooks(summarizer, hooks, deps.workspace, deps.events)
+        summarizer = CompactionHooks(summarizer, hooks, deps.project.workspace, deps.events)
     agent.compaction = CompactionManager(
-        deps.root,
+        deps.project.root,
         summarizer,
         deps.settings.compaction,
         context_window_tokens=deps.settings.context_window_tokens,
         on_event=deps.events.emit,
         window_accounting=_window_accounting(agent, deps.settings, tools, framing),
-        tools_workspace=deps.workspace,
+        tools_workspace=deps.project.workspace,
+        window=meter.context_window,
     )
     return model
 
 
-def _use_stated_window(agent: Agent, events: EventBus, tokens: int) -> None:
-    """Chapter 8 after an overflow error that states the window: budget against it."""
-    if agent.compaction is not None:
-        agent.compaction.use_window(tokens)
+def _announce_stated_window(events: EventBus, tokens: int) -> None:
+    """Chapter 8 after an overflow error that states the window: the manager, the meter
+    and the model client read it from the session's window; the user is told."""
     events.emit(
         Notice("info", f"the server states a context window of {tokens:,} tokens; keeping to it")
     )
@@ -495,16 +514,19 @@ def _show_plan(events: EventBus, items: tuple[TodoItem, ...]) -> None:
     events.emit(Notice("info", "Plan:\n" + (render_plan(items) or "(cleared)")))
 
 
-def secret_redactor(settings: Settings, workspace: Path) -> Redactor:
+def secret_redactor(
+    settings: Settings, project_root: Path, dotenv_lines: Mapping[str, str | None]
+) -> Redactor:
     """Masks the API key in use, the values of secret-looking variables in the environment
-    and in `.agent_tutorial/.env`, and (unless `redact_secrets = false`) token shapes. The
-    base URL, the model and the workspace path are never masked: the request names them."""
+    and in the project's `.agent_tutorial/.env` (`dotenv_lines`, as read once with the
+    settings), and (unless `redact_secrets = false`) token shapes. The base URL, the model
+    and the project's path are never masked: the request names them."""
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
     secrets = known_secrets(
-        [os.environ, dotenv_secrets_source(workspace / STATE_DIR / ".env")],
+        [os.environ, dotenv_lines],
         api_key=api_key,
         api_key_name=settings.api_key_env,
-        public=[settings.base_url, settings.model, str(workspace)],
+        public=[settings.base_url, settings.model, str(project_root)],
     )
     return Redactor(secrets, patterns=settings.redact_secrets)
 
@@ -514,7 +536,11 @@ def _add_core_tools(
 ) -> None:
     """bash, the file tools and the search tools, each inside the workspace; the state
     folder's artifacts/ and skills/ stay readable when it lies above it."""
-    workspace, settings, state_dir = deps.workspace, deps.settings, deps.outer_state_dir
+    workspace, settings, state_dir = (
+        deps.project.workspace,
+        deps.settings,
+        deps.project.state_dir_outside_workspace,
+    )
     if Capability.BASH in profile:
         bash = BashSettings(
             include_env=frozenset(settings.shell_environment.include),
@@ -541,7 +567,7 @@ def _guards(
     policy = None
     if Capability.PERMISSIONS in profile:
         policy = PermissionPolicy(
-            Workspace(deps.workspace, state_dir=deps.outer_state_dir),
+            Workspace(deps.project.workspace, state_dir=deps.project.state_dir_outside_workspace),
             mode=deps.settings.permission_mode,
             rules=deps.settings.permissions.rules,
             approver=_announcing(deps.approver, deps.events),
@@ -652,14 +678,14 @@ def _project_instructions(deps: AgentDeps) -> ProjectInstructions | None:
     """AGENTS.md from the project root down to the workspace; each file left out or cut
     is one warning."""
     limit = deps.settings.project_instructions_max_bytes
-    instructions = read_project_instructions(deps.workspace, limit, root=deps.root)
+    instructions = read_project_instructions(deps.project.workspace, limit, root=deps.project.root)
     for problem in instructions.problems:
         deps.events.emit(Notice("warning", problem))
     return instructions if instructions.files else None
 
 
-def _discover_skills(workspace: Path, events: EventBus) -> SkillRegistry:
-    skills = SkillRegistry.discover(workspace)
+def _discover_skills(project_root: Path, events: EventBus) -> SkillRegistry:
+    skills = SkillRegistry.discover(project_root)
     for problem in skills.problems:
         events.emit(Notice("warning", f"skill skipped: {problem}"))
     return skills

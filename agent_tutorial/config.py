@@ -46,11 +46,13 @@ from pydantic_settings import (
     SettingsConfigDict,
     SettingsError,
 )
+from pydantic_settings.sources.utils import parse_env_vars
 
 from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
 from agent_tutorial.adapters.text_calls import ToolCallMode
 from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
+from agent_tutorial.core.events import WAITING_INTERVAL_S
 from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
 from agent_tutorial.core.model import MAX_CONTEXT_WINDOW_TOKENS, MIN_CONTEXT_WINDOW_TOKENS
@@ -62,7 +64,6 @@ from agent_tutorial.dotenv_file import read_dotenv
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 from agent_tutorial.features.redaction import mask_url_passwords
-from agent_tutorial.headless import WAITING_INTERVAL_S
 
 DEMO_MODEL = "demo"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -309,7 +310,6 @@ def load_settings(
     """Merge every source for the project at `root` (whose `.agent_tutorial/` is read; see
     `project.find_project`, or pass it as read in `project`); its powerful settings apply
     only when `trusted`. Raise `ConfigError` with a readable message."""
-    state_dir = root / STATE_DIR
     project = project or read_project_settings(root)
     project_toml, project_dotenv = project.layers(trusted=trusted)
     given = {key: value for key, value in (flags or {}).items() if value is not None}
@@ -342,7 +342,7 @@ def load_settings(
         raise ConfigError(f"invalid configuration: {error}") from None
     if not settings.is_demo:
         _check_base_url(settings.base_url, "--base-url" if "base_url" in given else None)
-    return _with_named_key(settings, state_dir / ".env")
+    return _with_named_key(settings, project.dotenv_lines)
 
 
 @dataclass(frozen=True)
@@ -359,6 +359,10 @@ class ProjectSettings:
     """Each powerful setting found: a TOML one by its setting name (`hooks`,
     `permissions.rules`: the allow rules), a `.env` line by its variable."""
     dotenv_path: Path
+    dotenv_lines: Mapping[str, str | None]
+    """Every variable of `.env` as python-dotenv parsed it, settings or not: the key that
+    `api_key_env` names and the secrets the redactor masks come from here, so the file
+    is read once (and the key sent is the value masked)."""
 
     def layers(self, *, trusted: bool) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
         """(config.toml, .env) as they apply: whole when trusted, else without power."""
@@ -380,20 +384,31 @@ def read_project_settings(root: Path) -> ProjectSettings:
     refuse_unusable_state_dir(state_dir)
     toml = _read_toml(state_dir / "config.toml")
     dotenv_path = state_dir / ".env"
-    dotenv = _read_project_dotenv(dotenv_path)
+    lines = _read_dotenv_lines(dotenv_path)
+    dotenv = _dotenv_settings(lines, dotenv_path)
     plain_toml, powerful_toml = _split_power(toml, _toml_name, state_dir / "config.toml")
     plain_dotenv, powerful_dotenv = _split_power(dotenv, _dotenv_name, dotenv_path)
     powerful = {**powerful_toml, **powerful_dotenv}
-    return ProjectSettings(toml, dotenv, plain_toml, plain_dotenv, powerful, dotenv_path)
+    return ProjectSettings(
+        toml, dotenv, plain_toml, plain_dotenv, powerful, dotenv_path, dotenv_lines=lines
+    )
 
 
-def _read_project_dotenv(path: Path) -> dict[str, Any]:
+def _read_dotenv_lines(path: Path) -> Mapping[str, str | None]:
+    """`.env`'s variables, read once; `ConfigError` if it is there but cannot be read."""
     try:
-        return _KnownKeysDotEnv(Settings, env_file=path)()
-    except SettingsError as error:  # a table on a line that is not JSON
-        raise ConfigError(f"invalid configuration in {path}: {error}") from None
+        return read_dotenv(path)
     except UnicodeDecodeError:
         raise ConfigError(f"cannot read {path}: it is not UTF-8 text") from None
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def _dotenv_settings(lines: Mapping[str, str | None], path: Path) -> dict[str, Any]:
+    try:
+        return _KnownKeysDotEnv(Settings, lines)()
+    except SettingsError as error:  # a table on a line that is not JSON
+        raise ConfigError(f"invalid configuration in {path}: {error}") from None
 
 
 def _split_power(
@@ -462,12 +477,22 @@ def _dotenv_name(key: str, setting: str) -> str:
 
 
 class _KnownKeysDotEnv(DotEnvSettingsSource):
-    """`.env` as a settings source that passes on only the keys `Settings` knows.
+    """`.env`'s lines, already read, as a settings source that passes on only the keys
+    `Settings` knows (decoded as pydantic-settings decodes a `.env`: tables as JSON).
 
     A `.env` is shared with other tools and holds variables such as the one `api_key_env`
     names (`DEEPSEEK_API_KEY`); pydantic-settings hands every unknown key to the model,
     which forbids extras. Unknown keys are ignored here, as the environment's are.
     """
+
+    def __init__(self, settings_cls: type[BaseSettings], lines: Mapping[str, str | None]):
+        self._lines = lines  # before the base class loads them, in its __init__
+        super().__init__(settings_cls, env_file=None)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(
+            dict(self._lines), self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
+        )
 
     def __call__(self) -> dict[str, Any]:
         known = _setting_keys(self.settings_cls)
@@ -491,7 +516,7 @@ def key_from_project_dotenv(settings: Settings, project: ProjectSettings) -> str
     if settings.api_key is None or settings.is_demo:
         return None
     key = settings.api_key.get_secret_value()
-    lines = read_dotenv(project.dotenv_path)
+    lines = project.dotenv_lines
     for name in dict.fromkeys(("OPENAI_API_KEY", settings.api_key_env)):
         if not os.environ.get(name) and lines.get(name) == key:
             return name
@@ -586,19 +611,15 @@ def _added_up(values: list[Any]) -> list[Any] | None:
     return [item for value in present for item in value]
 
 
-def _with_named_key(settings: Settings, dotenv_path: Path) -> Settings:
-    """Honour `api_key_env` when the key is kept in a variable other than OPENAI_API_KEY."""
+def _with_named_key(settings: Settings, dotenv_lines: Mapping[str, str | None]) -> Settings:
+    """Honour `api_key_env` when the key is kept in a variable other than OPENAI_API_KEY
+    (in the environment, or in the `.env` as read)."""
     if settings.api_key is not None or settings.api_key_env == "OPENAI_API_KEY":
         return settings
-    value = os.environ.get(settings.api_key_env) or _dotenv_value(dotenv_path, settings.api_key_env)
+    value = os.environ.get(settings.api_key_env) or dotenv_lines.get(settings.api_key_env)
     if not value:
         return settings
     return settings.model_copy(update={"api_key": SecretStr(value)})
-
-
-def _dotenv_value(path: Path, name: str) -> str | None:
-    """`name` in the `.env` file, parsed as the redactor parses it (see `dotenv_file`)."""
-    return read_dotenv(path).get(name)
 
 
 def missing_settings(settings: Settings) -> list[str]:

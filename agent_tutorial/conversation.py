@@ -8,7 +8,7 @@ JSON summary) stay subscribed across the swap.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agent_tutorial.bootstrap import Agent, AgentDeps, build_agent
@@ -16,9 +16,6 @@ from agent_tutorial.config import Settings
 from agent_tutorial.core.events import EventBus, EventSink, Notice
 from agent_tutorial.core.loop import RunResult
 from agent_tutorial.core.messages import ChatMessage
-from agent_tutorial.core.model import ModelClient
-from agent_tutorial.core.permissions import Approver
-from agent_tutorial.core.sandbox import SandboxPolicy
 from agent_tutorial.features.compaction import CompactionOutcome
 from agent_tutorial.features.sessions import (
     LoadedSession,
@@ -28,30 +25,30 @@ from agent_tutorial.features.sessions import (
     load_session,
 )
 from agent_tutorial.profiles import ChapterProfile
+from agent_tutorial.project import Project
 
 EMPTY_ANSWER_NOTICE = "the model finished with an empty answer"
 
 
 @dataclass(frozen=True)
 class ConversationSetup:
-    """What stays the same across sessions of one process."""
+    """What stays the same across sessions of one process: the chapter, the parts every
+    agent is built from (the model connection, the settings, the project, the sandbox,
+    the one redactor and window), and the front end's sinks."""
 
     profile: ChapterProfile
-    settings: Settings
-    workspace: Path
-    """The tools' boundary: the directory the agent started in."""
-    model: ModelClient
-    approver: Approver | None
+    deps: AgentDeps
+    """The session's parts; each agent gets its own events and history on top."""
     sinks: Sequence[EventSink]
-    max_turns: int | None = None
-    project_root: Path | None = None
-    """Where `.agent_tutorial/` (sessions, artifacts) is; None: the workspace itself."""
-    sandbox: SandboxPolicy | None = None
-    """The sandbox bash runs in, the same for every session of the process; None: none."""
 
     @property
-    def root(self) -> Path:
-        return self.project_root or self.workspace
+    def settings(self) -> Settings:
+        return self.deps.settings
+
+    @property
+    def project(self) -> Project:
+        """Where `.agent_tutorial/` (sessions, artifacts) is, and the tools' boundary."""
+        return self.deps.project
 
 
 class Conversation:
@@ -94,7 +91,7 @@ class Conversation:
             self.setup.settings.base_url,
         )
         self.session_id = meta.session_id
-        self._attach_log(lambda: SessionLog.create(self.setup.root, meta))
+        self._attach_log(lambda: SessionLog.create(self.setup.project.root, meta))
 
     def resume(self, path: Path) -> LoadedSession:
         """Rebuild the conversation recorded in `path` and append to that file from now on."""
@@ -159,18 +156,9 @@ class Conversation:
             self.agent.events.emit(Notice("warning", f"summary not restored: {error}"))
 
     def _build(self, history: Sequence[ChatMessage]) -> Agent:
-        events = EventBus(self.setup.sinks)
-        deps = AgentDeps(
-            model=self.setup.model,
-            workspace=self.setup.workspace,
-            settings=self.setup.settings,
-            approver=self.setup.approver,
-            events=events,
-            history=history,
-            max_turns=self.setup.max_turns,
-            project_root=self.setup.project_root,
-            sandbox=self.setup.sandbox,
-        )
+        """Another agent from the session's parts: the same connection, redactor and
+        window, nothing read again."""
+        deps = replace(self.setup.deps, events=EventBus(self.setup.sinks), history=history)
         return build_agent(self.setup.profile, deps)
 
     def _attach_log(self, open_log: Callable[[], SessionLog]) -> None:

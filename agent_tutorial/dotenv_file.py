@@ -13,10 +13,11 @@ from pathlib import Path
 
 
 def read_dotenv(path: Path) -> Mapping[str, str | None]:
-    """The variables of a `.env` file (none if it is missing or unreadable)."""
+    """The variables of a `.env` file, none if there is no file; raises `OSError` or
+    `UnicodeDecodeError` when there is one that cannot be read."""
     from dotenv import dotenv_values
 
-    try:
-        return dotenv_values(path) if path.is_file() else {}
-    except (OSError, UnicodeDecodeError):
+    if not path.is_file():
         return {}
+    with path.open(encoding="utf-8") as stream:
+        return dotenv_values(stream=stream)

@@ -26,6 +26,7 @@ from typing import IO, Any, Literal
 import orjson
 
 from agent_tutorial.core.events import (
+    WAITING_INTERVAL_S,
     CompactionApplied,
     Event,
     EventSink,
@@ -199,10 +200,6 @@ def json_text(record: Record) -> str:
 
 def _escaped_control(match: re.Match[bytes]) -> bytes:
     return b"\\u%04x" % ord(match[0].decode())
-
-
-WAITING_INTERVAL_S = 5.0
-"""Seconds between `system/waiting` lines; `Settings.waiting_event_interval_s` starts here."""
 
 
 def waiting_record(turn_started: Record, elapsed_s: float) -> Record:

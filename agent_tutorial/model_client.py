@@ -3,9 +3,9 @@
 
 - `--model demo`: the offline scripted demo, whose long tour is chapter 8's.
 - Otherwise the OpenAI-compatible adapter, with its wire options from the settings, its
-  output cap kept within the window (`context_window`, where the cap is clamped, read by
-  the adapter and by the context meter alike), the one `Redactor` for the text of its
-  errors, and its connections closed with the run.
+  output cap kept within the session's one `ContextWindow` (`session_window`, read by the
+  adapter, the context meter and chapter 8's budget alike), the one `Redactor` for the
+  text of its errors, and its connections closed with the run.
 
 The SDK is imported only when an adapter is built: a demo run never loads it.
 """
@@ -18,15 +18,16 @@ from pathlib import Path
 from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.config import Settings
 from agent_tutorial.core.model import ModelClient
-from agent_tutorial.features.compaction.budget import WindowSize
+from agent_tutorial.core.window import ContextWindow
 from agent_tutorial.features.redaction import Redactor
 
 
-def context_window(settings: Settings) -> WindowSize | None:
-    """The window from the settings (flag, environment, config or the server's answer),
-    with the output cap clamped within it; None while unknown."""
-    tokens = settings.context_window_tokens
-    return None if tokens is None else WindowSize.of(tokens, settings.max_output_tokens)
+def session_window(settings: Settings) -> ContextWindow:
+    """The session's window holder, as the settings know it (flag, environment, config or
+    the server's answer; unknown without one) with the configured output cap."""
+    return ContextWindow(
+        settings.context_window_tokens, max_output_tokens=settings.max_output_tokens
+    )
 
 
 def with_server_window(settings: Settings) -> Settings:
@@ -42,14 +43,12 @@ def with_server_window(settings: Settings) -> Settings:
 
 
 def wire_options(settings: Settings) -> WireOptions:
-    """What the adapter sends, from the settings; the output cap within a known window."""
-    window = context_window(settings)
+    """What the adapter sends, from the settings; the output cap as configured (the
+    adapter keeps it within the session's window at every request)."""
     return WireOptions(
         send_tool_choice=settings.send_tool_choice,
         stream=settings.stream,
-        max_output_tokens=settings.max_output_tokens
-        if window is None
-        else window.output_cap_tokens,
+        max_output_tokens=settings.max_output_tokens,
         merge_reminders=settings.merge_reminders,
         temperature=settings.temperature,
     )
@@ -60,13 +59,14 @@ def open_model_client(
     workspace: Path,
     *,
     redactor: Redactor,
+    window: ContextWindow,
     long_demo: bool,
     opened: ExitStack,
 ) -> ModelClient:
-    """The demo, or the adapter for the configured endpoint; an adapter's connections are
-    closed with `opened`."""
+    """The demo, or the adapter for the configured endpoint, its output cap within
+    `window`; an adapter's connections are closed with `opened`."""
     if settings.is_demo:
-        from agent_tutorial.adapters.demo import DemoModel
+        from agent_tutorial.demo import DemoModel
 
         return DemoModel(workspace, long_session=long_demo)
     from agent_tutorial.adapters.openai_chat import OpenAIChatModel
@@ -81,5 +81,6 @@ def open_model_client(
         timeout_s=settings.request_timeout_s,
         max_tool_argument_bytes=settings.max_tool_argument_bytes,
         wire=wire_options(settings),
+        window=window,
     )
     return opened.enter_context(adapter)

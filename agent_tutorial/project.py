@@ -24,15 +24,24 @@ from agent_tutorial.core.paths import STATE_DIR, VCS_DIR
 
 @dataclass(frozen=True, slots=True)
 class Project:
-    """Where a command runs: the project root and the directory it started in."""
+    """Where a command runs: the project root, the directory it started in (the tools'
+    boundary) and, from the root, the state folder."""
 
     root: Path
     """The real path of the project root, whose `.agent_tutorial/` the command uses."""
     workspace: Path
     """The real path of the starting directory: the tools' boundary, at or below `root`."""
 
+    @classmethod
+    def at(cls, folder: Path) -> Project:
+        """The project that is `folder` alone: its own root and tools' boundary (whatever
+        lies above it; `find_project` is the search)."""
+        real = folder.resolve()
+        return cls(real, real)
+
     @property
     def state_dir(self) -> Path:
+        """The state folder: `.agent_tutorial/` at the root."""
         return self.root / STATE_DIR
 
     @property

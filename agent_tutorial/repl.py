@@ -169,7 +169,9 @@ class Repl:
         # --no-color (or NO_COLOR) made the consoles plain; the prompt and toolbar follow.
         color_depth = ColorDepth.DEPTH_1_BIT if self.err.no_color else None
         self.session: PromptSession[str] = PromptSession(
-            history=SentPromptHistory(_history(conversation.setup.root), self._pastes.expand),
+            history=SentPromptHistory(
+                _history(conversation.setup.project.root), self._pastes.expand
+            ),
             key_bindings=merge_key_bindings([key_bindings(), paste_bindings(self._pastes)]),
             completer=SlashCompleter(),
             complete_while_typing=True,
@@ -361,7 +363,7 @@ class Repl:
             share = _share(request_bytes, threshold)
             rows.append(("summary threshold", f"{format_bytes(threshold)} ({share:.0%} used)"))
             rows += self._compaction_rows()
-        artifacts = list_artifacts(self.conversation.setup.root)
+        artifacts = list_artifacts(self.conversation.setup.project.root)
         stored = format_bytes(sum(info.size for info in artifacts))
         rows.append(("artifacts", f"{len(artifacts)} file(s), {stored}"))
         if agent.reads_instructions:
@@ -417,7 +419,7 @@ class Repl:
         return True
 
     def _artifacts(self, _argument: str) -> bool:
-        found = list_artifacts(self.conversation.setup.root)
+        found = list_artifacts(self.conversation.setup.project.root)
         self.out.print(artifact_table(found) if found else "no artifacts yet")
         return True
 
@@ -429,7 +431,7 @@ class Repl:
 
     def _sessions(self, _argument: str) -> bool:
         try:
-            sessions = list_sessions(self.conversation.setup.root)
+            sessions = list_sessions(self.conversation.setup.project.root)
         except SessionError as error:  # a symlinked or unreadable sessions directory
             self.err.print(error_line(str(error), "cannot list sessions"))
             return True
@@ -458,14 +460,14 @@ class Repl:
         return True
 
     def _session_named(self, argument: str) -> Path:
-        return find_session(self.conversation.setup.root, argument)
+        return find_session(self.conversation.setup.project.root, argument)
 
     def _picked_session(self) -> Path | None:
         """The session picked from the recent ones that can be resumed, this one aside."""
         current = self.conversation.log.path if self.conversation.log is not None else None
         recent = [
             info
-            for info in list_sessions(self.conversation.setup.root)
+            for info in list_sessions(self.conversation.setup.project.root)
             if info.has_prompt and info.problem is None and info.path != current
         ]
         if not recent:

@@ -31,6 +31,7 @@ from agent_tutorial.config import load_settings
 from agent_tutorial.core.messages import to_wire, tool_call
 from agent_tutorial.core.model import ModelReply, ModelRequest
 from agent_tutorial.profiles import P02, P08, Capability, ChapterProfile
+from agent_tutorial.project import Project
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 
 TURNS = 2_000
@@ -87,7 +88,7 @@ class Session:
 def run_session(profile: ChapterProfile, workspace: Path) -> Session:
     model = ForgetfulModel(ScriptedModel(session_replies(TURNS)))
     settings = load_settings(workspace, {"model": "demo", "permission_mode": "auto"})
-    runner = build_agent(profile, AgentDeps(model, workspace, settings)).runner
+    runner = build_agent(profile, AgentDeps(model, Project.at(workspace), settings)).runner
     session = Session([], {})
     for turn in range(1, TURNS + 1):
         started = time.perf_counter()

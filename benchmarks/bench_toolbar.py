@@ -23,6 +23,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
+from agent_tutorial.bootstrap import AgentDeps
 from agent_tutorial.config import load_settings
 from agent_tutorial.conversation import Conversation, ConversationSetup
 from agent_tutorial.core.events import MessageAppended
@@ -30,6 +31,7 @@ from agent_tutorial.core.messages import assistant_message, user_message
 from agent_tutorial.features.session_files import SessionMeta
 from agent_tutorial.features.session_log import SessionLog
 from agent_tutorial.profiles import profile_for_chapter
+from agent_tutorial.project import Project
 from agent_tutorial.render import TerminalRenderer
 from agent_tutorial.repl import Repl
 from agent_tutorial.run_summary import RunSummary
@@ -58,14 +60,10 @@ def redraw_seconds(chapter: int, turns: int) -> tuple[float, float]:
         path = write_session(workspace, chapter, turns)
         console = Console(file=io.StringIO())
         renderer = TerminalRenderer(console, console, stream_answer=False)
-        setup = ConversationSetup(
-            profile=profile_for_chapter(chapter),
-            settings=load_settings(workspace, {"model": "demo"}),
-            workspace=workspace,
-            model=ScriptedModel([]),
-            approver=None,
-            sinks=[renderer],
+        deps = AgentDeps(
+            ScriptedModel([]), Project.at(workspace), load_settings(workspace, {"model": "demo"})
         )
+        setup = ConversationSetup(profile_for_chapter(chapter), deps, sinks=[renderer])
         conversation = Conversation.open(setup, path)
         try:
             repl = Repl(

@@ -325,12 +325,15 @@ def open_loopback_conversation(
     for the REPL: settings from `workspace` (or `project_root` above it), the real adapter,
     no approver. `cleanup` closes the conversation and then the adapter."""
     from agent_tutorial.adapters.openai_chat import OpenAIChatModel
+    from agent_tutorial.bootstrap import AgentDeps
     from agent_tutorial.config import load_settings
     from agent_tutorial.conversation import Conversation, ConversationSetup
     from agent_tutorial.profiles import profile_for_chapter
+    from agent_tutorial.project import Project
 
     flags = {"base_url": loopback.base_url, "model": LOOPBACK_MODEL}
-    settings = load_settings(project_root or workspace, flags)
+    project = Project(project_root or workspace, workspace)
+    settings = load_settings(project.root, flags)
     model = cleanup.enter_context(
         OpenAIChatModel(
             base_url=loopback.base_url,
@@ -341,13 +344,7 @@ def open_loopback_conversation(
         )
     )
     setup = ConversationSetup(
-        profile=profile_for_chapter(chapter),
-        settings=settings,
-        workspace=workspace,
-        model=model,
-        approver=None,
-        sinks=sinks,
-        project_root=project_root,
+        profile_for_chapter(chapter), AgentDeps(model, project, settings), sinks
     )
     conversation = Conversation.open(setup)
     cleanup.callback(conversation.close)

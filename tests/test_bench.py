@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from agent_tutorial.bench_report import print_bench
 from agent_tutorial.core.messages import (
     ChatMessage,
     ToolMessage,
@@ -36,7 +37,6 @@ from agent_tutorial.features.bench.peers import (
 )
 from agent_tutorial.features.bench.prices import price_sheets
 from agent_tutorial.features.bench.replay import RecordingSummarizer
-from agent_tutorial.features.bench.report import print_bench
 from agent_tutorial.features.sessions import list_sessions
 from tests.conftest import CliRun, RunCli
 from tests.loopback import LoopbackServer, text_stream, tool_stream

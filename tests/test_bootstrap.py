@@ -12,6 +12,7 @@ from agent_tutorial.core.loop import FullContext
 from agent_tutorial.core.messages import ToolMessage, is_project_context, tool_call
 from agent_tutorial.features.compaction import CompactionSettings, summary_message
 from agent_tutorial.profiles import P07, P08, PROFILES
+from agent_tutorial.project import Project
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 from tests.conftest import write_state
 from tests.event_log import EventLog
@@ -31,7 +32,9 @@ CHAPTER_8_TOOLS = [
 
 
 def test_chapter_8_offers_every_tool_in_order(workspace: Path) -> None:
-    agent = build_agent(P08, AgentDeps(ScriptedModel([]), workspace, load_settings(workspace)))
+    agent = build_agent(
+        P08, AgentDeps(ScriptedModel([]), Project.at(workspace), load_settings(workspace))
+    )
 
     assert agent.runner.tools.names() == CHAPTER_8_TOOLS
     assert agent.compaction is not None
@@ -39,7 +42,9 @@ def test_chapter_8_offers_every_tool_in_order(workspace: Path) -> None:
 
 
 def test_chapters_before_8_send_the_whole_context(workspace: Path) -> None:
-    agent = build_agent(P07, AgentDeps(ScriptedModel([]), workspace, load_settings(workspace)))
+    agent = build_agent(
+        P07, AgentDeps(ScriptedModel([]), Project.at(workspace), load_settings(workspace))
+    )
 
     assert agent.compaction is None
     assert isinstance(agent.runner.context, FullContext)
@@ -52,7 +57,9 @@ def test_the_compaction_table_of_the_config_reaches_the_manager(workspace: Path)
         "[compaction]\nsnip_max_groups = 20\npersist_threshold_bytes = 4000\n",
     )
 
-    agent = build_agent(P08, AgentDeps(ScriptedModel([]), workspace, load_settings(workspace)))
+    agent = build_agent(
+        P08, AgentDeps(ScriptedModel([]), Project.at(workspace), load_settings(workspace))
+    )
 
     assert agent.compaction is not None
     expected = CompactionSettings(snip_max_groups=20, persist_threshold_bytes=4_000)
@@ -74,7 +81,7 @@ def test_a_subagents_large_results_are_persisted_without_touching_the_parents_co
     )
     settings = load_settings(workspace, {"permission_mode": "auto"})
     earlier = history_with(2)
-    agent = build_agent(P08, AgentDeps(model, workspace, settings, history=earlier))
+    agent = build_agent(P08, AgentDeps(model, Project.at(workspace), settings, history=earlier))
     assert agent.compaction is not None
     summary = summary_message(SUMMARY, ".agent_tutorial/artifacts/transcript-a.jsonl")
     agent.compaction.restore_summary(summary.content, covered_messages=len(earlier))
@@ -93,7 +100,7 @@ def test_each_chapter_offers_a_prefix_of_the_chapter_8_tools(workspace: Path) ->
     settings = load_settings(workspace)
     for profile in PROFILES:
         names = build_agent(
-            profile, AgentDeps(ScriptedModel([]), workspace, settings)
+            profile, AgentDeps(ScriptedModel([]), Project.at(workspace), settings)
         ).runner.tools.names()
         assert names == CHAPTER_8_TOOLS[: len(names)], profile.chapter
 

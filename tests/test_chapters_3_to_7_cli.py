@@ -18,6 +18,7 @@ from agent_tutorial.core.events import Event, EventBus, PermissionDecided
 from agent_tutorial.core.messages import from_wire, tool_call, validate_tool_pairing
 from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
 from agent_tutorial.profiles import P03
+from agent_tutorial.project import Project
 from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 from tests.conftest import RunCli, write_state
 from tests.contracts import (
@@ -264,7 +265,7 @@ def test_ch3_the_question_is_announced_before_the_user_is_asked(workspace: Path)
     )
     deps = AgentDeps(
         model=model,
-        workspace=workspace,
+        project=Project.at(workspace),
         settings=Settings(model="scripted"),
         approver=approver,
         events=EventBus([log]),

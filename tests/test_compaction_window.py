@@ -18,6 +18,7 @@ from agent_tutorial.core.messages import (
     user_message,
 )
 from agent_tutorial.core.tools import ToolResult
+from agent_tutorial.core.window import ContextWindow
 from agent_tutorial.features.compaction import (
     COMPACTED_TOOL_RESULT,
     CompactionError,
@@ -84,6 +85,29 @@ def test_a_small_window_lowers_the_summary_threshold_to_its_budget(tmp_path: Pat
 
     assert compaction.summary_threshold_bytes == 21_000
     assert manager(tmp_path, None).summary_threshold_bytes == 50_000
+
+
+def test_a_manager_follows_the_sessions_window_as_it_is_learned(tmp_path: Path) -> None:
+    window = ContextWindow(max_output_tokens=8_192)
+    compaction = CompactionManager(tmp_path, FakeSummarizer(), window=window)
+    assert compaction.summary_threshold_bytes == 50_000
+
+    window.learn(8_000)  # as the adapter does from an overflow error
+
+    assert compaction.summary_threshold_bytes == 21_000
+    assert compaction.settings.context_window_tokens == 8_000
+
+
+def test_a_larger_window_stated_later_leaves_the_managers_budget_as_it_was(
+    tmp_path: Path,
+) -> None:
+    window = ContextWindow(8_000, max_output_tokens=8_192)
+    compaction = CompactionManager(tmp_path, FakeSummarizer(), window=window)
+    assert compaction.summary_threshold_bytes == 21_000
+
+    window.learn(128_000)
+
+    assert compaction.summary_threshold_bytes == 21_000
 
 
 def test_every_request_fits_a_small_window(tmp_path: Path) -> None:

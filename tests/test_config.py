@@ -13,6 +13,7 @@ from agent_tutorial.config import (
     Settings,
     load_settings,
     missing_settings,
+    read_project_settings,
     user_config_path,
 )
 from agent_tutorial.features.compaction import CompactionSettings
@@ -106,6 +107,29 @@ def test_unknown_keys_in_the_dotenv_file_are_ignored(workspace: Path) -> None:
     write(workspace / ".agent_tutorial" / ".env", dotenv)
 
     assert load_settings(workspace).model == "m"
+
+
+def test_the_dotenv_lines_keep_every_variable_as_parsed(workspace: Path) -> None:
+    """What the redactor masks and `api_key_env` finds: settings or not, quotes and
+    `export` handled as the settings read them, from the one read of the file."""
+    write(workspace / ".agent_tutorial" / ".env", "export SERVICE_TOKEN='quoted-1'\nPLAIN=1\n")
+
+    lines = read_project_settings(workspace).dotenv_lines
+
+    assert lines == {"SERVICE_TOKEN": "quoted-1", "PLAIN": "1"}
+
+
+def test_without_a_dotenv_file_there_are_no_dotenv_lines(workspace: Path) -> None:
+    assert read_project_settings(workspace).dotenv_lines == {}
+
+
+def test_a_dotenv_file_that_is_not_utf8_is_a_configuration_error(workspace: Path) -> None:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / ".env").write_bytes(b"SERVICE_TOKEN=caf\xe9\n")
+
+    with pytest.raises(ConfigError, match=r"\.env: it is not UTF-8 text"):
+        read_project_settings(workspace)
 
 
 def test_every_missing_setting_is_named(workspace: Path) -> None:

@@ -17,10 +17,12 @@ from agent_tutorial.bootstrap import AgentDeps, build_agent
 from agent_tutorial.config import Settings, load_settings
 from agent_tutorial.core.messages import user_message
 from agent_tutorial.core.model import PromptTooLongError, Usage, make_request
+from agent_tutorial.core.window import ContextWindow
 from agent_tutorial.features.compaction import CompactionSettings
 from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSize
 from agent_tutorial.features.context_window import ContextMeter, WindowFromOverflow
 from agent_tutorial.profiles import profile_for_chapter
+from agent_tutorial.project import Project
 from agent_tutorial.testing import ScriptedModel
 from tests.conftest import TEST_API_KEY, CliRun, RunCli, key_redactor, write_state
 from tests.loopback import LoopbackServer, Reply, text_stream
@@ -388,7 +390,9 @@ def test_chapter_8_calibrates_bytes_per_token_from_each_reply(
     with OpenAIChatModel(
         base_url=loopback.base_url, api_key=TEST_API_KEY, model="m", redaction=key_redactor()
     ) as model:
-        agent = build_agent(profile_for_chapter(8), AgentDeps(model, workspace, settings))
+        agent = build_agent(
+            profile_for_chapter(8), AgentDeps(model, Project.at(workspace), settings)
+        )
         agent.runner.run("hello")
 
     sent = len(json.dumps(loopback.requests[0]["messages"])) + len(
@@ -411,7 +415,9 @@ def test_chapter_8_calibrates_with_the_numbers_of_its_compaction_table(
     with OpenAIChatModel(
         base_url=loopback.base_url, api_key=TEST_API_KEY, model="m", redaction=key_redactor()
     ) as model:
-        agent = build_agent(profile_for_chapter(8), AgentDeps(model, workspace, settings))
+        agent = build_agent(
+            profile_for_chapter(8), AgentDeps(model, Project.at(workspace), settings)
+        )
         assert agent.context_meter.calibration.bytes_per_token == 4.5
         agent.runner.run("hello")
 
@@ -428,12 +434,11 @@ def test_chapter_8_calibrates_with_the_numbers_of_its_compaction_table(
 def test_a_stated_window_is_taken_only_where_it_shrinks_the_known_one(
     known: int | None, stated: int, taken: bool
 ) -> None:
-    meter = ContextMeter(None if known is None else WindowSize.of(known))
+    meter = ContextMeter(ContextWindow(known, max_output_tokens=8_192))
     told: list[int] = []
     model = WindowFromOverflow(
         ScriptedModel([PromptTooLongError("too long", window_tokens=stated)]),
-        meter,
-        8_192,
+        meter.context_window,
         on_window=told.append,
     )
 
@@ -447,12 +452,14 @@ def test_a_stated_window_is_taken_only_where_it_shrinks_the_known_one(
 
 
 def test_an_overflow_that_states_no_window_leaves_it_unknown() -> None:
-    meter = ContextMeter(None)
+    meter = ContextMeter(ContextWindow(max_output_tokens=8_192))
+    told: list[int] = []
     model = WindowFromOverflow(
-        ScriptedModel([PromptTooLongError("too long")]), meter, 8_192, on_window=print
+        ScriptedModel([PromptTooLongError("too long")]), meter.context_window, told.append
     )
 
     with pytest.raises(PromptTooLongError):
         model.complete(make_request([user_message("hi")]))
 
     assert meter.window is None
+    assert told == []

@@ -8,7 +8,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agent_tutorial.adapters.demo import DEMO_BANNER, SUBAGENT_MARKER, DemoModel
 from agent_tutorial.core.events import (
     CompactionApplied,
     EventBus,
@@ -28,6 +27,7 @@ from agent_tutorial.core.messages import (
 )
 from agent_tutorial.core.model import ModelReply, ModelRequest, make_request
 from agent_tutorial.core.tools import ToolRegistry
+from agent_tutorial.demo import DEMO_BANNER, SUBAGENT_MARKER, DemoModel
 from agent_tutorial.features.builtin_tools import bash_tool, file_tools, search_tools
 from agent_tutorial.features.compaction import (
     SUMMARY_SYSTEM_PROMPT,

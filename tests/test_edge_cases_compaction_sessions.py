@@ -20,6 +20,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
+from agent_tutorial.bootstrap import AgentDeps
 from agent_tutorial.config import load_settings
 from agent_tutorial.conversation import Conversation, ConversationSetup
 from agent_tutorial.core.events import CompactionApplied, MessageAppended
@@ -40,6 +41,7 @@ from agent_tutorial.features.sessions import (
     load_session,
 )
 from agent_tutorial.profiles import profile_for_chapter
+from agent_tutorial.project import Project
 from agent_tutorial.render import TerminalRenderer
 from agent_tutorial.repl import Repl
 from agent_tutorial.run_summary import RunSummary
@@ -218,13 +220,9 @@ def conversation_setup(
     workspace: Path, model: ModelClient, sinks: list[Any] | None = None
 ) -> ConversationSetup:
     flags = {"model": "m", "base_url": "http://127.0.0.1:9/v1", "permission_mode": "auto"}
+    deps = AgentDeps(model, Project.at(workspace), load_settings(workspace, flags))
     return ConversationSetup(
-        profile=profile_for_chapter(8),
-        settings=load_settings(workspace, flags),
-        workspace=workspace,
-        model=model,
-        approver=None,
-        sinks=sinks if sinks is not None else [EventLog()],
+        profile_for_chapter(8), deps, sinks=sinks if sinks is not None else [EventLog()]
     )
 
 
@@ -375,7 +373,7 @@ def test_ctrl_c_during_compact_returns_to_the_prompt_with_nothing_changed(
     assert handled is True
 
     assert "compaction interrupted" in err_text(repl)
-    model = repl.conversation.setup.model
+    model = repl.conversation.setup.deps.model
     assert isinstance(model, ScriptedModel)
     assert contents_after_project_context(model.requests[2]) == ["q1", "a1", "q2"]
 

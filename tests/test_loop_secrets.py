@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from agent_tutorial.bootstrap import secret_redactor
-from agent_tutorial.config import load_settings
+from agent_tutorial.config import load_settings, read_project_settings
 from agent_tutorial.core.events import EventBus, MessageAppended, ToolFinished
 from agent_tutorial.core.loop import AgentRunner
 from agent_tutorial.core.messages import (
@@ -168,7 +168,7 @@ def test_the_agent_masks_its_key_and_secret_variables_but_not_public_values(
         workspace, {"api_key": "key-in-use-123", "base_url": "http://127.0.0.1:9/v1"}
     )
 
-    redactor = secret_redactor(settings, workspace)
+    redactor = secret_redactor(settings, workspace, {})
 
     text = f"{workspace} key-in-use-123 service-token-value http://127.0.0.1:9/v1"
     assert redactor.redact(text).text == (
@@ -190,5 +190,5 @@ def test_a_dotenv_key_with_a_trailing_comment_is_sent_and_masked_as_the_same_val
 
     assert settings.api_key is not None
     assert settings.api_key.get_secret_value() == "sk-deepseek-0123456789abcdef"
-    redactor = secret_redactor(settings, workspace)
+    redactor = secret_redactor(settings, workspace, read_project_settings(workspace).dotenv_lines)
     assert redactor.redact("sk-deepseek-0123456789abcdef").text == "[REDACTED:DEEPSEEK_API_KEY]"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,7 +12,6 @@ from agent_tutorial.features.redaction import (
     STREAM_BATCH_CHARS,
     Redacted,
     Redactor,
-    dotenv_secrets_source,
     known_secrets,
     looks_secret,
 )
@@ -163,15 +160,6 @@ def test_the_base_url_and_model_name_are_never_secrets() -> None:
     )
 
     assert secrets == {}
-
-
-def test_dotenv_values_are_read_and_a_missing_file_gives_none(tmp_path: Path) -> None:
-    path = tmp_path / ".env"
-    assert dotenv_secrets_source(path) == {}
-
-    path.write_text("export SERVICE_TOKEN='quoted-value-1'\nPLAIN=1\n", encoding="utf-8")
-
-    assert dotenv_secrets_source(path) == {"SERVICE_TOKEN": "quoted-value-1", "PLAIN": "1"}
 
 
 def test_the_redaction_step_adds_to_the_results_count() -> None:

@@ -273,14 +273,14 @@ def test_clear_starts_a_new_empty_session(make_repl: MakeRepl, loopback: Loopbac
     assert second_id != first_id
     assert f"new session {second_id}" in harness.stderr.getvalue()
     assert exchanged(loopback.requests[1]) == [{"role": "user", "content": "new question"}]
-    saved = list_sessions(harness.conversation.setup.workspace)
+    saved = list_sessions(harness.conversation.setup.project.root)
     turns = {info.session_id: load_session(info.path, repair=False).turns for info in saved}
     assert turns == {first_id: 1, second_id: 1}
 
 
 def test_clear_leaves_no_empty_session_files(make_repl: MakeRepl) -> None:
     harness = make_repl()
-    workspace = harness.conversation.setup.workspace
+    workspace = harness.conversation.setup.project.root
 
     harness.drive("/clear", "/clear", "/clear")
     assert [info.session_id for info in list_sessions(workspace)] == [
@@ -374,7 +374,7 @@ def test_session_file_holds_both_turns(make_repl: MakeRepl, loopback: LoopbackSe
 
     harness.drive("question one", "question two")
 
-    [info] = list_sessions(harness.conversation.setup.workspace)
+    [info] = list_sessions(harness.conversation.setup.project.root)
     assert info.session_id == harness.conversation.session_id
     assert load_session(info.path, repair=False).turns == 2
     history = load_session(info.path, repair=False).history
@@ -979,7 +979,7 @@ def test_a_resumed_repl_shows_the_last_turns_before_its_prompt(
     prompt = "read the notes" + ALT_ENTER + "all of them"
     saved_id = saved_session(make_repl, loopback, prompt, read, answer)
     harness = make_repl(chapter=2)
-    harness.conversation.resume(find_session(harness.conversation.setup.root, saved_id))
+    harness.conversation.resume(find_session(harness.conversation.setup.project.root, saved_id))
 
     harness.drive()
 

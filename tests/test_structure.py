@@ -1,5 +1,33 @@
-"""The shape the map promises, checked on the source so it cannot drift: composition only
-in the composition root, one error tree, and every imported distribution declared."""
+"""The shape the map promises, checked on the source so it cannot drift: the layers below,
+composition only in the composition root, one error tree, and every imported distribution
+declared.
+
+The layers, each importing only from itself and the layers it names (`ALLOWED`):
+
+    front ends    cli, __main__, commands/, repl, render, headless, layout, stream_wrap,
+                  pastes, recap, session_picker, approval, run_summary, resuming, bench_report
+                  -> composition, features, core          (no adapter: commands/process alone
+                                                           reaches adapters/processes)
+    composition   bootstrap, composition, conversation, config, project, folder_trust,
+                  model_client, dotenv_file, profiles
+                  -> models, features, model adapters, OS adapters, core
+    models        testing (ScriptedModel), demo/ (the offline demo model)
+                  -> features, OS adapters, core
+    features      features/**
+                  -> OS adapters, core
+    OS adapters   adapters/ filesystem, gitignore, shell, sandbox, sandbox_mounts, processes,
+                  escapees, hook_runner: what the tools use to reach files and processes
+                  -> core
+    model adapters  adapters/ everything else: openai_chat, chat_stream, chat_wire,
+                  bounded_transport, provider_errors, context_probe, text_calls,
+                  text_call_stream, text_protocol, text_tool_calls
+                  -> core
+    core          core/**, the package's __init__
+                  -> nothing outside core
+
+A module the table does not place fails `test_every_module_has_a_place_in_the_map`: a new
+one is placed on purpose, not by default.
+"""
 
 from __future__ import annotations
 
@@ -176,3 +204,210 @@ def test_every_distribution_the_package_imports_is_declared() -> None:
     }
 
     assert undeclared == {}
+
+
+# --- the layer map ----------------------------------------------------------------------
+
+CORE, OS_ADAPTERS, MODEL_ADAPTERS = "core", "OS adapters", "model adapters"
+FEATURES, MODELS, COMPOSITION, FRONT_END = "features", "models", "composition", "front ends"
+OS_FACING = (
+    "filesystem",
+    "gitignore",
+    "shell",
+    "sandbox",
+    "sandbox_mounts",
+    "processes",
+    "escapees",
+    "hook_runner",
+)
+TOP_LEVEL = {
+    COMPOSITION: (
+        "bootstrap",
+        "composition",
+        "conversation",
+        "config",
+        "project",
+        "folder_trust",
+        "model_client",
+        "dotenv_file",
+        "profiles",
+    ),
+    FRONT_END: (
+        "cli",
+        "__main__",
+        "commands",
+        "repl",
+        "render",
+        "headless",
+        "layout",
+        "stream_wrap",
+        "pastes",
+        "recap",
+        "session_picker",
+        "approval",
+        "run_summary",
+        "resuming",
+        "bench_report",
+    ),
+    MODELS: ("testing", "demo"),
+    FEATURES: ("features",),
+    CORE: ("core",),
+}
+LAYER_OF_PREFIX = {
+    "agent_tutorial.adapters": MODEL_ADAPTERS,
+    **{f"agent_tutorial.adapters.{name}": OS_ADAPTERS for name in OS_FACING},
+    **{f"agent_tutorial.{name}": layer for layer, names in TOP_LEVEL.items() for name in names},
+}
+"""Module prefix -> layer; the longest prefix that matches places a module."""
+ALLOWED = {
+    CORE: {CORE},
+    OS_ADAPTERS: {CORE, OS_ADAPTERS},
+    MODEL_ADAPTERS: {CORE, MODEL_ADAPTERS},
+    FEATURES: {CORE, OS_ADAPTERS, FEATURES},
+    MODELS: {CORE, OS_ADAPTERS, FEATURES, MODELS},
+    COMPOSITION: {CORE, OS_ADAPTERS, MODEL_ADAPTERS, FEATURES, MODELS, COMPOSITION},
+    FRONT_END: {CORE, FEATURES, COMPOSITION, FRONT_END},
+}
+"""Layer -> the layers its modules may import."""
+ALLOWED_EXCEPTIONS = {("agent_tutorial.commands.process", "agent_tutorial.adapters.processes")}
+"""Single edges across the map, each with its reason: `commands/process` is the front end's
+process plumbing (subreaper, signals), not composition (see `PROCESS_FACADE`)."""
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of `module` (or of the module a `from X import name` names), by the
+    longest prefix in the table; the package itself is core (its __init__ holds only
+    the version)."""
+    if module == "agent_tutorial":
+        return CORE
+    parts = module.split(".")
+    for length in range(len(parts), 1, -1):
+        layer = LAYER_OF_PREFIX.get(".".join(parts[:length]))
+        if layer is not None:
+            return layer
+    return None
+
+
+def package_imports(path: Path) -> Iterator[str]:
+    """The package modules `path` imports, at the top or inside a function; for `from X
+    import Y`, X.Y when that is a module of the package (`from agent_tutorial import
+    repl` imports the REPL, not the package's __init__)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [_module_or_package(node.module, alias.name) for alias in node.names]
+        else:
+            continue
+        yield from (name for name in names if name.split(".")[0] == "agent_tutorial")
+
+
+def _module_or_package(package: str, name: str) -> str:
+    candidate = ROOT.joinpath(*package.split("."), name)
+    is_module = candidate.with_suffix(".py").is_file() or candidate.is_dir()
+    return f"{package}.{name}" if is_module else package
+
+
+def forbidden_imports(module: str, path: Path) -> list[str]:
+    """The package modules `path` (the source of `module`) imports that its layer may not."""
+    layer = layer_of(module)
+    assert layer is not None, f"{module} has no place in the map"
+    return [
+        imported
+        for imported in dict.fromkeys(package_imports(path))
+        if layer_of(imported) not in ALLOWED[layer] and (module, imported) not in ALLOWED_EXCEPTIONS
+    ]
+
+
+PACKAGE_SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_has_a_place_in_the_map() -> None:
+    unplaced = [
+        module_name(path) for path in PACKAGE_SOURCES if layer_of(module_name(path)) is None
+    ]
+
+    assert unplaced == []
+
+
+@pytest.mark.parametrize("path", PACKAGE_SOURCES, ids=lambda path: module_name(path))
+def test_a_module_imports_only_from_the_layers_its_own_may(path: Path) -> None:
+    assert forbidden_imports(module_name(path), path) == []
+
+
+def planted(tmp_path: Path, module: str, source: str) -> Path:
+    """`source` written where `module` would live under a copy of the package's name."""
+    path = tmp_path.joinpath(*module.split(".")).with_suffix(".py")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source, encoding="utf-8")
+    assert module_name(path, tmp_path) == module
+    return path
+
+
+@pytest.mark.parametrize(
+    ("module", "imported"),
+    [
+        ("agent_tutorial.adapters.demo_model", "agent_tutorial.features.compaction"),
+        ("agent_tutorial.adapters.filesystem", "agent_tutorial.features.skills"),
+        ("agent_tutorial.config", "agent_tutorial.headless"),
+        ("agent_tutorial.features.bench.report", "agent_tutorial.layout"),
+        ("agent_tutorial.features.todos", "agent_tutorial.render"),
+        ("agent_tutorial.features.skills", "agent_tutorial.repl"),
+        ("agent_tutorial.features.sessions", "agent_tutorial.commands.edge"),
+        ("agent_tutorial.features.bash", "agent_tutorial.adapters.openai_chat"),
+        ("agent_tutorial.features.bash", "agent_tutorial.bootstrap"),
+        ("agent_tutorial.core.loop", "agent_tutorial.adapters.shell"),
+        ("agent_tutorial.adapters.shell", "agent_tutorial.adapters.openai_chat"),
+        ("agent_tutorial.adapters.openai_chat", "agent_tutorial.adapters.shell"),
+        ("agent_tutorial.testing", "agent_tutorial.config"),
+        ("agent_tutorial.render", "agent_tutorial.adapters.filesystem"),
+        ("agent_tutorial.repl", "agent_tutorial.demo"),
+        ("agent_tutorial.commands.run", "agent_tutorial.adapters.processes"),
+    ],
+)
+def test_a_planted_import_across_the_map_is_caught(
+    tmp_path: Path, module: str, imported: str
+) -> None:
+    path = planted(tmp_path, module, f"def later():\n    import {imported}\n")
+
+    assert forbidden_imports(module, path) == [imported]
+
+
+@pytest.mark.parametrize(
+    ("module", "imported"),
+    [
+        ("agent_tutorial.adapters.shell", "agent_tutorial.adapters.sandbox"),
+        ("agent_tutorial.adapters.text_tool_calls", "agent_tutorial.core.model"),
+        ("agent_tutorial.features.bash", "agent_tutorial.adapters.shell"),
+        ("agent_tutorial.features.bench.replay", "agent_tutorial.features.compaction"),
+        ("agent_tutorial.demo.summary", "agent_tutorial.features.compaction"),
+        ("agent_tutorial.config", "agent_tutorial.core.events"),
+        ("agent_tutorial.model_client", "agent_tutorial.adapters.openai_chat"),
+        ("agent_tutorial.bench_report", "agent_tutorial.layout"),
+        ("agent_tutorial.render", "agent_tutorial.features.sessions"),
+        ("agent_tutorial.cli", "agent_tutorial"),
+        ("agent_tutorial.commands.process", "agent_tutorial.adapters.processes"),
+    ],
+)
+def test_a_planted_import_the_map_allows_passes(tmp_path: Path, module: str, imported: str) -> None:
+    """The other side of each line: the same kind of import, within what the layer may."""
+    path = planted(tmp_path, module, f"from {imported} import something\n")
+
+    assert forbidden_imports(module, path) == []
+
+
+def test_a_module_imported_by_name_from_its_package_is_seen(tmp_path: Path) -> None:
+    path = planted(tmp_path, "agent_tutorial.core.loop", "from agent_tutorial import repl\n")
+
+    assert forbidden_imports("agent_tutorial.core.loop", path) == ["agent_tutorial.repl"]
+
+
+def test_a_module_the_map_does_not_place_has_no_layer() -> None:
+    assert layer_of("agent_tutorial.something_new") is None
+    assert layer_of("agent_tutorial.adapters.something_new") == MODEL_ADAPTERS
+    assert layer_of("agent_tutorial.features.anything.deeper") == FEATURES

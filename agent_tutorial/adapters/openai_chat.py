@@ -51,10 +51,10 @@ from agent_tutorial.core.model import (
     PromptTooLongError,
     ProviderError,
     ReplyTimeoutError,
-    clamp_output_tokens,
 )
 from agent_tutorial.core.redaction import TextRedaction
 from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES
+from agent_tutorial.core.window import ContextWindow
 
 if TYPE_CHECKING:
     from openai.types.chat import (
@@ -144,8 +144,9 @@ class OpenAIChatModel:
     each call's arguments and its bytes on the wire are capped as they arrive (`ReplyCaps`,
     from the output cap and `max_tool_argument_bytes`).
 
-    The output cap is `wire.max_output_tokens` (the composition root already keeps it
-    within a known window); a window a server names in an error lowers it from then on.
+    The output cap is the session's `window`'s (`wire.max_output_tokens` within the window
+    as known, read at every request); a window a server names in an error is learned into
+    it, which lowers the cap from then on (and the budgets of whatever else reads it).
     Every error's text passes through `redaction`, so a key the server echoes back, or a
     token shape in its message, is never shown.
     """
@@ -162,6 +163,7 @@ class OpenAIChatModel:
         max_tool_argument_bytes: int = MAX_TOOL_ARGUMENT_BYTES,
         wire: WireOptions = WireOptions(),  # noqa: B008 - frozen, so sharing it is safe
         clock: Clock = time.monotonic,
+        window: ContextWindow | None = None,
     ) -> None:
         self.model = model
         self._base_url = base_url
@@ -173,7 +175,7 @@ class OpenAIChatModel:
         # OpenAI's reasoning models reject `max_tokens`; once one says so, this session
         # sends the cap as `max_completion_tokens`.
         self._cap_parameter: CapParameter = "max_tokens"
-        self._cap_tokens = wire.max_output_tokens
+        self._window = window or ContextWindow(max_output_tokens=wire.max_output_tokens)
         http_client = _HttpClient(
             bounds=ReplyBounds(timeout_s, self._caps.body_bytes),
             clock=clock,
@@ -190,7 +192,7 @@ class OpenAIChatModel:
 
     def complete(self, request: ModelRequest) -> ModelReply:
         started = self._clock()
-        cap = self._cap_tokens
+        cap = self._window.output_cap_tokens
         while True:  # each signal below changes what is sent, and can be raised once only
             try:
                 return self._complete(self._arguments(request, cap), request.on_text)
@@ -198,13 +200,14 @@ class OpenAIChatModel:
                 self._cap_parameter = "max_completion_tokens"
             except _OutputCapTooLarge as too_large:
                 # This request gets the room left; later ones stay within the named window.
-                self._cap_tokens = clamp_output_tokens(self._cap_tokens, too_large.window_tokens)
+                self._window.learn(too_large.window_tokens)
                 cap = too_large.room_tokens
             except ReplyOverLimit as over:  # raised by the transport, inside httpx's reads
                 error = self._over_limit(over, waited_s=self._clock() - started)
                 raise self._masked(error) from None
             except PromptTooLongError as error:  # later requests keep within a stated window
-                self._cap_tokens = clamp_output_tokens(self._cap_tokens, error.window_tokens)
+                if error.window_tokens is not None:
+                    self._window.learn(error.window_tokens)
                 raise self._masked(error) from None
             except ModelError as error:  # also a reply `chat_stream` could not read
                 raise self._masked(error) from None

@@ -51,7 +51,7 @@ def bench(
             "--session replays a recorded session; drop --turns and --seed", EXIT_USAGE
         )
     if plot is not None:  # before replaying: a missing matplotlib is a usage error (exit 2)
-        from agent_tutorial.features.bench.report import check_plot_available
+        from agent_tutorial.bench_report import check_plot_available
 
         check_plot_available()
     if session is not None:
@@ -75,7 +75,7 @@ def _synthetic_trace(turns: int | None, seed: int | None) -> tuple[list[TraceSte
 def _print_bench(report: BenchReport, out: Console, *, json_output: bool) -> None:
     """One JSON object, or the table: as wide as the terminal or COLUMNS, or a fixed
     width in a pipe."""
-    from agent_tutorial.features.bench.report import TABLE_WIDTH, bench_record, print_bench
+    from agent_tutorial.bench_report import TABLE_WIDTH, bench_record, print_bench
 
     if json_output:
         import orjson
@@ -91,7 +91,7 @@ def _print_bench(report: BenchReport, out: Console, *, json_output: bool) -> Non
 
 
 def _save_plot(report: BenchReport, plot: Path) -> None:
-    from agent_tutorial.features.bench.report import save_plot
+    from agent_tutorial.bench_report import save_plot
 
     try:
         save_plot(report, plot)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from agent_tutorial.commands.trust import FolderTrust
     from agent_tutorial.config import Settings
-    from agent_tutorial.conversation import Conversation, ConversationSetup
+    from agent_tutorial.conversation import Conversation
     from agent_tutorial.core.events import EventSink
     from agent_tutorial.core.loop import RunResult
     from agent_tutorial.features.compaction import CompactionStrategy
@@ -121,13 +121,13 @@ def _run(
     # Only now connect (chapter 8 asks the server for its window): a usage error should not
     # wait on the network.
     sinks = report.sinks(renderer, waiting_interval_s=settings.waiting_event_interval_s)
-    setup = _conversation_setup(settings, project, chapter, sinks, err, opened)
-    conversation = _open_or_exit(setup, resume, err)
-    _start_report(report, conversation, setup.settings, trust)
+    conversation = _open_or_exit(trust, settings, chapter, sinks, resume, err, opened)
+    settings = conversation.setup.settings  # with the window the server named
+    _start_report(report, conversation, settings, trust)
     with closing(conversation):
         if interactive:
             relaunch = _resume_command(options.flags)
-            _repl_or_exit(conversation, report, renderer, setup.settings, relaunch)
+            _repl_or_exit(conversation, report, renderer, settings, relaunch)
             return
         with rendering(renderer):
             result = _run_or_exit(conversation, text)
@@ -166,40 +166,6 @@ def _renderer(
         stream_answer=interactive or (text_output and out.is_terminal),
         verbose=options.verbose,
         markdown=interactive,
-    )
-
-
-def _conversation_setup(
-    settings: Settings,
-    project: Project,
-    chapter: int,
-    sinks: list[EventSink],
-    err: Console,
-    opened: ExitStack,
-) -> ConversationSetup:
-    """What the conversation is built from: the composition root's sandbox for bash (said
-    once when there is none to be had) and model client (and the settings it settled);
-    approval is asked only when a person is there to answer on a terminal."""
-    from agent_tutorial.approval import TerminalApprover
-    from agent_tutorial.bootstrap import connect_model, open_sandbox
-    from agent_tutorial.conversation import ConversationSetup
-    from agent_tutorial.profiles import profile_for_chapter
-
-    profile = profile_for_chapter(chapter)
-    sandbox = open_sandbox(settings, project.workspace, profile, opened, project_root=project.root)
-    print_warnings(err, [sandbox.notice] if sandbox.notice else [])
-    connection = connect_model(
-        settings, project.workspace, profile, opened, project_root=project.root
-    )
-    return ConversationSetup(
-        profile=profile,
-        settings=connection.settings,
-        workspace=project.workspace,
-        model=connection.model,
-        approver=TerminalApprover(err) if stdin_is_terminal() and err.is_terminal else None,
-        sinks=sinks,
-        project_root=project.root,
-        sandbox=sandbox.policy,
     )
 
 
@@ -311,18 +277,34 @@ def _resume_command(flags: Mapping[str, object]) -> str:
 
 
 def _open_or_exit(
-    setup: ConversationSetup, resume: ResumeChoice | None, err: Console
+    trust: FolderTrust,
+    settings: Settings,
+    chapter: int,
+    sinks: list[EventSink],
+    resume: ResumeChoice | None,
+    err: Console,
+    opened: ExitStack,
 ) -> Conversation:
-    """A new conversation, or the resumed one, which is then named on stderr."""
-    from agent_tutorial.conversation import Conversation
+    """The session, from the one composition call: a new conversation, or the resumed
+    one, which is then named on stderr. Approval is asked only when a person is there to
+    answer on a terminal."""
+    from agent_tutorial.approval import TerminalApprover
+    from agent_tutorial.composition import FrontEnd, ReadProject, open_session
     from agent_tutorial.features.sessions import SessionError
+    from agent_tutorial.profiles import profile_for_chapter
 
+    read = ReadProject(trust.project, trust.settings, settings)
+    approver = TerminalApprover(err) if stdin_is_terminal() and err.is_terminal else None
+    front_end = FrontEnd(sinks, approver, warn=lambda text: print_warnings(err, [text]))
+    resume_path = None if resume is None else resume.path
     try:
-        conversation = Conversation.open(setup, None if resume is None else resume.path)
+        conversation = open_session(
+            read, profile_for_chapter(chapter), front_end, opened, resume=resume_path
+        )
     except SessionError as error:
         raise CommandFailed(f"cannot resume: {error}", EXIT_FAILURE) from None
     if resume is not None:
-        err.print(resume.resumed_line(setup.profile.chapter), style="dim", highlight=False)
+        err.print(resume.resumed_line(chapter), style="dim", highlight=False)
     return conversation
 
 

@@ -14,6 +14,10 @@ from agent_tutorial.core.messages import AssistantMessage, ChatMessage, ToolCall
 from agent_tutorial.core.model import FinishReason, Usage
 from agent_tutorial.core.tools import ToolResult
 
+WAITING_INTERVAL_S = 5.0
+"""Seconds between reports that the model is still awaited after a `TurnStarted`
+(stream-json's `system/waiting` lines); `Settings.waiting_event_interval_s` starts here."""
+
 
 @dataclass(frozen=True, slots=True)
 class TurnStarted:

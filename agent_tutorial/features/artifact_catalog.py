@@ -38,22 +38,22 @@ class ArtifactInfo:
     modified: float
 
 
-def artifacts_dir(workspace: Path) -> Path:
-    return workspace / ".agent_tutorial" / "artifacts"
+def artifacts_dir(project_root: Path) -> Path:
+    return project_root / ".agent_tutorial" / "artifacts"
 
 
-def list_artifacts(workspace: Path) -> list[ArtifactInfo]:
+def list_artifacts(project_root: Path) -> list[ArtifactInfo]:
     """Every artifact, newest first (ties by name)."""
-    directory = artifacts_dir(workspace)
+    directory = artifacts_dir(project_root)
     # Both levels must be real directories, as ArtifactStore requires when it writes:
-    # through a symlinked `.agent_tutorial`, prune would delete files outside the workspace.
+    # through a symlinked `.agent_tutorial`, prune would delete files outside the project.
     if any(path.is_symlink() or not path.is_dir() for path in (directory.parent, directory)):
         return []
-    found = [info for entry in directory.iterdir() if (info := _describe(workspace, entry))]
+    found = [info for entry in directory.iterdir() if (info := _describe(project_root, entry))]
     return sorted(found, key=lambda info: (-info.modified, info.path.name))
 
 
-def _describe(workspace: Path, entry: Path) -> ArtifactInfo | None:
+def _describe(project_root: Path, entry: Path) -> ArtifactInfo | None:
     match = ARTIFACT_NAME.match(entry.name)
     if match is None or entry.is_symlink() or not entry.is_file():
         return None
@@ -65,15 +65,15 @@ def _describe(workspace: Path, entry: Path) -> ArtifactInfo | None:
         kind=kind,
         id=match["id"],
         path=entry,
-        relative_path=entry.relative_to(workspace).as_posix(),
+        relative_path=entry.relative_to(project_root).as_posix(),
         size=stat.st_size,
         modified=stat.st_mtime,
     )
 
 
-def find_artifact(workspace: Path, reference: str) -> ArtifactInfo:
+def find_artifact(project_root: Path, reference: str) -> ArtifactInfo:
     """By id, unique id prefix, file name or the path shown in a preview."""
-    artifacts = list_artifacts(workspace)
+    artifacts = list_artifacts(project_root)
     name = Path(reference).name
     exact = [info for info in artifacts if reference == info.id or name == info.path.name]
     if exact:
@@ -97,10 +97,10 @@ def parse_age(text: str) -> float:
 
 
 def artifacts_older_than(
-    workspace: Path, age_seconds: float, now: float | None = None
+    project_root: Path, age_seconds: float, now: float | None = None
 ) -> list[ArtifactInfo]:
     cutoff = (time.time() if now is None else now) - age_seconds
-    return [info for info in list_artifacts(workspace) if info.modified < cutoff]
+    return [info for info in list_artifacts(project_root) if info.modified < cutoff]
 
 
 def delete_artifacts(artifacts: list[ArtifactInfo]) -> int:

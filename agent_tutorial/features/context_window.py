@@ -1,6 +1,7 @@
-"""What this session knows about the model's context window: its size in tokens (set, or
-reported by the server), the reply's reserve, how many bytes a token is worth here
-(calibrated from the provider's own counts) and what the latest request used.
+"""What this session knows about the model's context window: its size in tokens (the
+session's one `ContextWindow`: set, reported by the server, or stated in an overflow
+error), the reply's reserve, how many bytes a token is worth here (calibrated from the
+provider's own counts) and what the latest request used.
 
 Compaction turns the window into a byte budget with it; the REPL and the JSON result show
 the latest prompt against it.
@@ -20,16 +21,26 @@ from agent_tutorial.core.model import (
     PromptTooLongError,
     ToolSpec,
 )
+from agent_tutorial.core.window import ContextWindow
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSize
 
 
 class ContextMeter:
-    """One per session: the window, when known, and the bytes-per-token calibration."""
+    """One per session: the session's window, as it is known now, and the bytes-per-token
+    calibration."""
 
-    def __init__(self, window: WindowSize | None) -> None:
-        self.window = window
+    def __init__(self, context_window: ContextWindow | None = None) -> None:
+        self.context_window = context_window or ContextWindow()
         self.calibration = TokenCalibration()
+
+    @property
+    def window(self) -> WindowSize | None:
+        """The window and the reply's reserve in it; None while unknown."""
+        tokens = self.context_window.tokens
+        if tokens is None:
+            return None
+        return WindowSize.of(tokens, self.context_window.max_output_tokens)
 
     def request_text(self, history_bytes: int) -> str:
         """`history_bytes` of request history in tokens, estimated with the calibration, and
@@ -38,14 +49,6 @@ class ContextMeter:
         if self.window is None:
             return f"≈{tokens:,} tok"
         return f"≈{tokens:,} tok, {tokens / self.window.tokens:.0%} of window"
-
-    def narrow(self, window: WindowSize) -> bool:
-        """Take `window` (one a provider stated) if no window is known or it is smaller
-        than the known one; whether it was taken. A stated window never widens a known one."""
-        if self.window is not None and self.window.tokens <= window.tokens:
-            return False
-        self.window = window
-        return True
 
     def observe(self, request_bytes: int, reply: ModelReply) -> None:
         if reply.usage is not None:
@@ -76,30 +79,27 @@ class MeteredModel:
 
 class WindowFromOverflow:
     """The model as chapter 8 sees it: a window a provider states in its overflow error
-    (`PromptTooLongError.window_tokens`) is used for the rest of the session as
-    `--context-window` would be, so the loop's one retry after the refusal fits. Only a
-    window smaller than the known one is taken; `on_window` is told when one is. The error
-    goes on to the loop either way."""
+    (`PromptTooLongError.window_tokens`) is learned into the session's `window` for the
+    rest of the session, as `--context-window` would set it, so the loop's one retry after
+    the refusal fits. Only a window smaller than the known one is taken; `on_window` is
+    told when the window changed during the call (the adapter may have learned it first).
+    The error goes on to the loop either way."""
 
     def __init__(
-        self,
-        model: ModelClient,
-        meter: ContextMeter,
-        max_output_tokens: int,
-        on_window: Callable[[int], None],
+        self, model: ModelClient, window: ContextWindow, on_window: Callable[[int], None]
     ) -> None:
         self.model = model
-        self.meter = meter
-        self.max_output_tokens = max_output_tokens
+        self.window = window
         self.on_window = on_window
 
     def complete(self, request: ModelRequest) -> ModelReply:
+        known = self.window.tokens
         try:
             return self.model.complete(request)
         except PromptTooLongError as error:
-            stated = error.window_tokens
-            if stated is not None and self.meter.narrow(
-                WindowSize.of(stated, self.max_output_tokens)
-            ):
-                self.on_window(stated)
+            if error.window_tokens is not None:
+                self.window.learn(error.window_tokens)
+            learned = self.window.tokens
+            if learned is not None and learned != known:
+                self.on_window(learned)
             raise

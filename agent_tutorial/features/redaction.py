@@ -18,10 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from agent_tutorial.core.tools import ToolResult
-from agent_tutorial.dotenv_file import read_dotenv
 
 SECRET_NAME_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL")
 """A variable whose name contains one of these (in any case) holds a secret."""
@@ -161,11 +159,6 @@ def known_secrets(
             for password in url_passwords(value):
                 add(name, password)
     return secrets
-
-
-def dotenv_secrets_source(path: Path) -> Mapping[str, str | None]:
-    """The variables of a `.env` file (none if it is missing or unreadable)."""
-    return read_dotenv(path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -390,9 +390,9 @@ def _interrupted_results(history: Sequence[ChatMessage]) -> list[ToolMessage]:
 # Low-level file helpers, shared with the writer in `session_log`.
 
 
-def ensure_sessions_directory(workspace: Path) -> Path:
+def ensure_sessions_directory(project_root: Path) -> Path:
     """`.agent_tutorial/sessions`, made if missing; symlinks and files on the way are refused."""
-    directory = workspace
+    directory = project_root
     for name in (".agent_tutorial", "sessions"):
         directory = directory / name
         try:
@@ -405,9 +405,9 @@ def ensure_sessions_directory(workspace: Path) -> Path:
     return directory
 
 
-def _existing_sessions_directory(workspace: Path) -> Path | None:
+def _existing_sessions_directory(project_root: Path) -> Path | None:
     """`.agent_tutorial/sessions` if it exists (checked as above), else None."""
-    directory = workspace
+    directory = project_root
     for name in (".agent_tutorial", "sessions"):
         directory = directory / name
         if not _is_real_directory(directory):
@@ -428,9 +428,9 @@ def _is_real_directory(path: Path) -> bool:
     return True
 
 
-def session_files(workspace: Path) -> list[Path]:
-    """The session files in the workspace, in no particular order."""
-    directory = _existing_sessions_directory(workspace)
+def session_files(project_root: Path) -> list[Path]:
+    """The session files of the project, in no particular order."""
+    directory = _existing_sessions_directory(project_root)
     if directory is None:
         return []
     try:

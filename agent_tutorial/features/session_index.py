@@ -70,9 +70,9 @@ class SessionCheck:
     """The first problem found, with its line (`path:line: …`); None when the file loads."""
 
 
-def list_sessions(workspace: Path) -> list[SessionInfo]:
-    """Every session file in the workspace, damaged or not, newest first."""
-    sessions = [read_header(path) for path in session_files(workspace)]
+def list_sessions(project_root: Path) -> list[SessionInfo]:
+    """Every session file of the project, damaged or not, newest first."""
+    sessions = [read_header(path) for path in session_files(project_root)]
     sessions.sort(key=lambda info: (info.started, info.path.name), reverse=True)
     return sessions
 
@@ -219,10 +219,10 @@ def _named_by_file(problem: str, path: Path) -> str:
     return problem.replace(str(path), path.name)
 
 
-def continue_candidates(workspace: Path) -> list[SessionInfo]:
+def continue_candidates(project_root: Path) -> list[SessionInfo]:
     """What `--continue` may resume, newest first: sessions with a prompt, and damaged
     ones (so that skipping them can be reported rather than done silently)."""
-    return [info for info in list_sessions(workspace) if info.has_prompt or info.problem]
+    return [info for info in list_sessions(project_root) if info.has_prompt or info.problem]
 
 
 def written_by_this_user(info: SessionInfo) -> bool:
@@ -236,14 +236,16 @@ def written_by_this_user(info: SessionInfo) -> bool:
     return status.st_uid == os.geteuid() and not status.st_mode & 0o077
 
 
-def find_session(workspace: Path, id_or_prefix: str) -> Path:
+def find_session(project_root: Path, id_or_prefix: str) -> Path:
     """The one session file whose id starts with `id_or_prefix`."""
     prefix = id_or_prefix.strip().lower()
     if not re.fullmatch(r"[0-9a-f]{1,8}", prefix):
         raise SessionLookupError(
             f"{id_or_prefix!r} is not a session id (8 hex digits, or a unique prefix of one)"
         )
-    matches = sorted(path for path in session_files(workspace) if file_id(path).startswith(prefix))
+    matches = sorted(
+        path for path in session_files(project_root) if file_id(path).startswith(prefix)
+    )
     if not matches:
         raise SessionLookupError(
             f"no session id starts with {id_or_prefix!r}; `agent-tutorial sessions list` shows them"
@@ -255,14 +257,14 @@ def find_session(workspace: Path, id_or_prefix: str) -> Path:
 
 
 def sessions_older_than(
-    workspace: Path, age_seconds: float, now: datetime | None = None
+    project_root: Path, age_seconds: float, now: datetime | None = None
 ) -> list[SessionInfo]:
     """Sessions last written more than `age_seconds` ago, oldest first."""
     # Compare ages, not dates: `now - 1000000d` is before year 1 and overflows a datetime.
     now = now or datetime.now(UTC)
     old = [
         info
-        for info in list_sessions(workspace)
+        for info in list_sessions(project_root)
         if (now - info.modified).total_seconds() > age_seconds
     ]
     return sorted(old, key=lambda info: info.modified)

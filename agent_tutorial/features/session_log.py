@@ -70,9 +70,9 @@ class SessionLog:
         self._messages_written = 0
 
     @classmethod
-    def create(cls, workspace: Path, meta: SessionMeta) -> SessionLog:
+    def create(cls, project_root: Path, meta: SessionMeta) -> SessionLog:
         """A new session file holding only its meta line; never overwrites a file."""
-        directory = ensure_sessions_directory(workspace)
+        directory = ensure_sessions_directory(project_root)
         path = directory / meta.file_name()
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:

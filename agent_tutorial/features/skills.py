@@ -86,15 +86,15 @@ class SkillRegistry:
         self._by_name = by_name
 
     @classmethod
-    def discover(cls, workspace: Path) -> SkillRegistry:
-        """Read every skill under `workspace`; a broken manifest becomes a problem, not an
+    def discover(cls, project_root: Path) -> SkillRegistry:
+        """Read every skill under `project_root`; a broken manifest becomes a problem, not an
         error. A directory without `SKILL.md` is not a skill and is skipped silently."""
         found: dict[str, Skill] = {}
         problems: list[SkillProblem] = []
         for location in SKILL_LOCATIONS:
-            for manifest in _manifests(workspace, location, problems):
+            for manifest in _manifests(project_root, location, problems):
                 try:
-                    skill = _load_skill(workspace, manifest)
+                    skill = _load_skill(project_root, manifest)
                 except _BrokenManifest as broken:
                     problems.append(SkillProblem(manifest, broken.reason))
                     continue

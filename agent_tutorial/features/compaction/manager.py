@@ -23,6 +23,7 @@ from agent_tutorial.core.messages import (
     user_message,
 )
 from agent_tutorial.core.tools import ToolResult
+from agent_tutorial.core.window import ContextWindow
 from agent_tutorial.features.compaction import wording
 from agent_tutorial.features.compaction.breaker import SummaryBreaker
 from agent_tutorial.features.compaction.budget import (
@@ -103,7 +104,9 @@ class CompactionManager:
     The request history is a function of canonical history and the last summary. It is
     cached: an identical history costs nothing, and an append costs work proportional to
     what was appended. `strategy` and `context_window_tokens`, when given, override the
-    fields of `settings` with those names; that field is the one way the window arrives.
+    fields of `settings` with those names; that field is the one way the window arrives,
+    unless the session's `window` is given: its window then wins, and the manager follows
+    it as it is learned.
     `window_accounting` says how it becomes a byte budget (by default: nothing reserved
     besides the reply, a calibration of its own). `workspace` is the folder whose
     `.agent_tutorial/artifacts` receives the files (the project root); `tools_workspace`,
@@ -123,16 +126,20 @@ class CompactionManager:
         on_event: CompactionEventSink | None = None,
         window_accounting: WindowAccounting | None = None,
         tools_workspace: Path | None = None,
+        window: ContextWindow | None = None,
     ) -> None:
         if strategy is not None:
             settings = replace(settings, strategy=strategy)
+        self._window = window
+        if window is not None and window.tokens is not None:
+            context_window_tokens = window.tokens
         if context_window_tokens is not None:
             settings = replace(settings, context_window_tokens=context_window_tokens)
         self.settings = settings
         self._accounting = window_accounting or WindowAccounting(
             calibration=TokenCalibration(settings)
         )
-        self._budget = self._accounting.budget(settings.context_window_tokens)
+        self._history_budget = self._accounting.budget(settings.context_window_tokens)
         self._strategy = strategy_for(settings)
         root = Path(workspace).resolve()
         below = tools_workspace is not None and tools_workspace.resolve() != root
@@ -153,10 +160,23 @@ class CompactionManager:
 
     def use_window(self, tokens: int) -> None:
         """Budget against a window of `tokens` from now on, as if it had been given as
-        `context_window_tokens` (a provider stated it in an overflow error)."""
+        `context_window_tokens` (a provider stated it in an overflow error). A manager
+        given the session's `window` follows it instead, calling this itself."""
         self.settings = replace(self.settings, context_window_tokens=tokens)
-        self._budget = self._accounting.budget(tokens)
+        self._history_budget = self._accounting.budget(tokens)
         self._prepared = self._previewed = None  # built for the old budget
+
+    def _follow_window(self) -> None:
+        """A window the session learned since (in the `ContextWindow` that the adapter and
+        the meter read too) replaces the one budgeted for."""
+        learned = None if self._window is None else self._window.tokens
+        if learned is not None and learned != self.settings.context_window_tokens:
+            self.use_window(learned)
+
+    @property
+    def _budget(self) -> HistoryBudget:
+        self._follow_window()
+        return self._history_budget
 
     @property
     def summary_threshold_bytes(self) -> int:
@@ -181,6 +201,7 @@ class CompactionManager:
     def prepare(self, history: History) -> tuple[ChatMessage, ...]:
         # Decided by what the last request was built from, not by whether this call's sync
         # appended anything: a preview (`next_request_bytes`) may have synced it already.
+        self._follow_window()  # before the cached request is reused: it may be for the old
         self._sync(history)
         prepared = self._prepared
         if prepared is not None and prepared.still_fits(self._index, self._summary):
@@ -216,6 +237,7 @@ class CompactionManager:
         a new summary (after a resume: the restored summary plus what follows it). For
         `/context` and the toolbar: it reports nothing, writes nothing, and is remembered
         until the history grows or the summary changes, so a redraw costs nothing."""
+        self._follow_window()
         self._sync(history)
         previewed = self._previewed
         if previewed is None or not previewed.still_fits(self._index, self._summary):

@@ -7,14 +7,14 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from agent_tutorial.adapters.demo.script import (
+from agent_tutorial.core.model import ToolSpec
+from agent_tutorial.demo.script import (
     SUBAGENT_MARKER,
     Script,
     SourceFile,
     Step,
     StepKind,
 )
-from agent_tutorial.core.model import ToolSpec
 
 
 class ScriptBuilder:

@@ -6,7 +6,7 @@ make), `long_tour.py` (chapter 8's tour, sized so every compaction layer fires) 
 `report.py` (the closing report). `script.py` holds the shared value types.
 """
 
-from agent_tutorial.adapters.demo.long_tour import (
+from agent_tutorial.demo.long_tour import (
     BULK_CAT_MIN_BYTES,
     BULK_RESULT_MIN_BYTES,
     LARGE_READ_MIN_BYTES,
@@ -17,9 +17,9 @@ from agent_tutorial.adapters.demo.long_tour import (
     READ_FILE_MAX_LINES,
     SKIM_LINES,
 )
-from agent_tutorial.adapters.demo.model import BYTES_PER_TOKEN, STREAM_PIECES, DemoModel
-from agent_tutorial.adapters.demo.report import write_report
-from agent_tutorial.adapters.demo.script import (
+from agent_tutorial.demo.model import BYTES_PER_TOKEN, STREAM_PIECES, DemoModel
+from agent_tutorial.demo.report import write_report
+from agent_tutorial.demo.script import (
     DEFINITION_PATTERN,
     DEMO_BANNER,
     LISTED_LINES,
@@ -31,7 +31,7 @@ from agent_tutorial.adapters.demo.script import (
     Step,
     StepKind,
 )
-from agent_tutorial.adapters.demo.tour import (
+from agent_tutorial.demo.tour import (
     BASE_PHASES,
     READ_LINES,
     find_source_files,

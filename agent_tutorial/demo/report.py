@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from agent_tutorial.adapters.demo.script import (
+from agent_tutorial.demo.script import (
     DEMO_BANNER,
     LISTED_LINES,
     SOURCE_SUFFIXES,
@@ -16,7 +16,7 @@ from agent_tutorial.adapters.demo.script import (
     Step,
     StepKind,
 )
-from agent_tutorial.adapters.demo.text import is_tool_error, output_lines
+from agent_tutorial.demo.text import is_tool_error, output_lines
 
 _LEFT_OUT = re.compile(r"^\[(stopped after|\d+ more not shown)", re.MULTILINE)
 """The note glob and grep add when they leave matches out."""

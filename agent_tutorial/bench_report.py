@@ -1,5 +1,6 @@
 """The bench's outputs: a rich table for people, a JSON record for scripts, and an
-optional plot of cost against retention (matplotlib, the `plot` extra)."""
+optional plot of cost against retention (matplotlib, the `plot` extra). A front end, beside
+`render`: it lays the table out for the terminal (`layout`), which `features/bench` may not."""
 
 from __future__ import annotations
 

@@ -7,8 +7,6 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 
-from agent_tutorial.adapters.demo.script import DEMO_BANNER, SUBAGENT_MARKER
-from agent_tutorial.adapters.demo.text import is_tool_error, output_lines, to_json
 from agent_tutorial.core.messages import (
     AssistantMessage,
     ChatMessage,
@@ -19,6 +17,8 @@ from agent_tutorial.core.messages import (
     tool_call,
 )
 from agent_tutorial.core.model import ModelRequest
+from agent_tutorial.demo.script import DEMO_BANNER, SUBAGENT_MARKER
+from agent_tutorial.demo.text import is_tool_error, output_lines, to_json
 
 
 def subagent_prompt(messages: Sequence[ChatMessage]) -> str | None:

@@ -9,16 +9,16 @@ import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agent_tutorial.adapters.demo.builder import (
+from agent_tutorial.adapters.filesystem import is_binary
+from agent_tutorial.core.model import ToolSpec
+from agent_tutorial.demo.builder import (
     ScriptBuilder,
     add_delegation,
     add_listing,
     add_skill,
     wc_command,
 )
-from agent_tutorial.adapters.demo.script import DEFINITION_PATTERN, Script, SourceFile
-from agent_tutorial.adapters.filesystem import is_binary
-from agent_tutorial.core.model import ToolSpec
+from agent_tutorial.demo.script import DEFINITION_PATTERN, Script, SourceFile
 
 SKIM_LINES = 12
 LONG_TOUR_ROUNDS_BEFORE_BULK = 54

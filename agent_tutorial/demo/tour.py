@@ -8,24 +8,24 @@ import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agent_tutorial.adapters.demo.builder import (
+from agent_tutorial.adapters.filesystem import SKIPPED_DIRECTORIES, Workspace, WorkspaceEntry
+from agent_tutorial.adapters.gitignore import search_walk
+from agent_tutorial.core.model import ToolSpec
+from agent_tutorial.demo.builder import (
     ScriptBuilder,
     add_delegation,
     add_listing,
     add_skill,
     wc_command,
 )
-from agent_tutorial.adapters.demo.long_tour import long_tour
-from agent_tutorial.adapters.demo.script import (
+from agent_tutorial.demo.long_tour import long_tour
+from agent_tutorial.demo.script import (
     DEFINITION_PATTERN,
     LISTED_LINES,
     SOURCE_SUFFIXES,
     Script,
     SourceFile,
 )
-from agent_tutorial.adapters.filesystem import SKIPPED_DIRECTORIES, Workspace, WorkspaceEntry
-from agent_tutorial.adapters.gitignore import search_walk
-from agent_tutorial.core.model import ToolSpec
 
 READ_LINES = 80
 BASE_PHASES = (

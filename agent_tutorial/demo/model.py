@@ -10,12 +10,6 @@ from pathlib import Path
 
 import orjson
 
-from agent_tutorial.adapters.demo.report import write_report
-from agent_tutorial.adapters.demo.script import DEMO_BANNER, Outcome, Script, Step
-from agent_tutorial.adapters.demo.subagent import subagent_prompt, subagent_reply
-from agent_tutorial.adapters.demo.summary import is_summary_request, summary_reply
-from agent_tutorial.adapters.demo.text import to_json
-from agent_tutorial.adapters.demo.tour import plan_tour
 from agent_tutorial.core.messages import (
     AssistantMessage,
     ChatMessage,
@@ -28,6 +22,12 @@ from agent_tutorial.core.messages import (
     tool_call,
 )
 from agent_tutorial.core.model import FinishReason, ModelReply, ModelRequest, Usage
+from agent_tutorial.demo.report import write_report
+from agent_tutorial.demo.script import DEMO_BANNER, Outcome, Script, Step
+from agent_tutorial.demo.subagent import subagent_prompt, subagent_reply
+from agent_tutorial.demo.summary import is_summary_request, summary_reply
+from agent_tutorial.demo.text import to_json
+from agent_tutorial.demo.tour import plan_tour
 
 STREAM_PIECES = 3
 BYTES_PER_TOKEN = 4

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent_tutorial.adapters.demo.text import to_json
 from agent_tutorial.core.messages import (
     AssistantMessage,
     ChatMessage,
@@ -14,6 +13,7 @@ from agent_tutorial.core.messages import (
     assistant_message,
 )
 from agent_tutorial.core.model import ModelRequest
+from agent_tutorial.demo.text import to_json
 
 
 def is_summary_request(request: ModelRequest) -> bool:
