@@ -14,7 +14,7 @@ import shutil
 import stat
 import sysconfig
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,12 +37,12 @@ class Runtime:
     pythonpath: str
     bwrap: Path
 
-    def reachable(self, argv: list[str]) -> list[str]:
+    def reachable(self, argv: Sequence[str]) -> list[str]:
         """`argv` with the virtualenv's own `bwrap`, if it starts with it, replaced by the
         copy the other user can run."""
         if argv and Path(argv[0]) == SITE_PACKAGES / BUNDLED_BWRAP:
             return [str(self.bwrap), *argv[1:]]
-        return argv
+        return list(argv)
 
 
 @contextmanager

@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -127,8 +127,8 @@ class Place:
                 start_new_session=True,
             )
 
-    def reachable(self, argv: list[str]) -> list[str]:
-        return self.runtime.reachable(argv) if self.runtime else argv
+    def reachable(self, argv: Sequence[str]) -> list[str]:
+        return self.runtime.reachable(argv) if self.runtime else list(argv)
 
     @property
     def pythonpath(self) -> str:
