@@ -9,7 +9,10 @@ which would hide an "outside" folder there and let the write tests pass for the 
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -454,6 +457,140 @@ def test_unix_sockets_stay_closed_inside_the_workspace_and_with_network_on(
     assert denied.returncode != 0
     assert "Operation not permitted" in denied.stderr
     assert not (place.workspace / "here.sock").exists()
+
+
+def python_in_sandbox(script: str) -> str:
+    return f"{SYSTEM_PYTHON} -c {shlex.quote(script)}"
+
+
+KEYRING_CALLS = {
+    "keyctl": "libc.syscall(SYS_keyctl, 0, -3, 0)",  # KEYCTL_GET_KEYRING_ID of @s
+    "add_key": "libc.syscall(SYS_add_key, b'user', b'k', b'v', 1, -3)",
+    "request_key": "libc.syscall(SYS_request_key, b'user', b'k', None, -3)",
+}
+SYSCALL_NUMBERS = {"x86_64": (250, 248, 249), "aarch64": (219, 217, 218)}
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3 to call keyctl")
+@pytest.mark.parametrize("call", KEYRING_CALLS.values(), ids=KEYRING_CALLS.keys())
+def test_the_kernel_keyrings_are_refused(place: Place, call: str) -> None:
+    numbers = SYSCALL_NUMBERS.get(os.uname().machine)
+    if numbers is None:
+        pytest.skip(f"no keyring syscall numbers for {os.uname().machine}")
+    keyctl, add_key, request_key = numbers
+    script = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"SYS_keyctl, SYS_add_key, SYS_request_key = {keyctl}, {add_key}, {request_key}\n"
+        f"result = {call}\n"
+        "print(result, ctypes.get_errno())\n"
+    )
+
+    refused = place.run(python_in_sandbox(script))
+    unconfined = place.off(python_in_sandbox(script))
+
+    assert refused.stdout == f"-1 {errno.EPERM}\n", refused.stderr
+    # Outside, the kernel answers (a key id, or ENOKEY for a key that is not there), not
+    # the filter's EPERM (in a container whose own profile refuses keyrings, this fails).
+    assert unconfined.stdout != refused.stdout
+
+
+@pytest.fixture
+def datagram_listener(place: Place) -> Iterator[socket.socket]:
+    path = place.outside / "datagram.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as server:
+        server.bind(str(path))
+        path.chmod(0o777)
+        server.settimeout(0)
+        yield server
+
+
+def received(server: socket.socket) -> list[bytes]:
+    messages = []
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            messages.append(server.recv(100))
+    return messages
+
+
+SEND_TO_HOST = {
+    "a datagram pair": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+    "a.sendto(b'pwned', target)",
+    "a datagram pair, sendmsg": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+    "a.sendmsg([b'pwned'], [], 0, target)",
+    "a datagram pair, connect": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+    "a.connect(target)\na.send(b'pwned')",
+    "a raw pair": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_RAW)\n"
+    "a.sendto(b'pwned', target)",
+    "a non-blocking datagram pair": "a, b = socket.socketpair(socket.AF_UNIX, "
+    "socket.SOCK_DGRAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC)\n"
+    "a.sendto(b'pwned', target)",
+    "a seqpacket pair": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+    "a.sendto(b'pwned', target)",
+    "a stream pair": "a, b = socket.socketpair()\na.sendto(b'pwned', target)",
+    "a stream pair, connect": "a, b = socket.socketpair()\na.connect(target)\na.send(b'x')",
+}
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3 to open a Unix socket")
+@pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
+@pytest.mark.parametrize("attempt", SEND_TO_HOST.values(), ids=SEND_TO_HOST.keys())
+@pytest.mark.parametrize("address", ["path", "abstract"])
+def test_nothing_a_command_sends_reaches_a_host_unix_socket(
+    place: Place, datagram_listener: socket.socket, attempt: str, address: str, network: bool
+) -> None:
+    if address == "abstract":
+        name = f"\0agent-tutorial-test-{place.base.name}"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as abstract:
+            abstract.bind(name)
+            abstract.settimeout(0)
+            outcome = _send_to(place, attempt, name, network)
+            messages = received(abstract)
+    else:
+        outcome = _send_to(place, attempt, datagram_listener.getsockname(), network)
+        messages = received(datagram_listener)
+
+    assert messages == [], outcome.stderr
+    assert outcome.returncode != 0 or "pair" in attempt
+
+
+def _send_to(
+    place: Place, attempt: str, target: str, network: bool
+) -> subprocess.CompletedProcess[str]:
+    script = f"import socket\ntarget = {target!r}\n{attempt}\n"
+    return place.run(python_in_sandbox(script), place.policy(network=network))
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3 to open a Unix socket")
+def test_a_datagram_pair_reaches_the_host_socket_without_the_sandbox(
+    place: Place, datagram_listener: socket.socket
+) -> None:
+    script = (
+        "import socket\na, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        f"a.sendto(b'pwned', {datagram_listener.getsockname()!r})\n"
+    )
+
+    sent = place.off(python_in_sandbox(script))
+
+    assert sent.returncode == 0, sent.stderr
+    assert received(datagram_listener) == [b"pwned"]
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3 to run asyncio")
+@pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
+def test_stream_and_seqpacket_pairs_and_asyncio_still_work(place: Place, network: bool) -> None:
+    script = (
+        "import asyncio, socket\n"
+        "for kind in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):\n"
+        "    a, b = socket.socketpair(socket.AF_UNIX, kind | socket.SOCK_CLOEXEC)\n"
+        "    a.send(b'x'); print(b.recv(1))\n"
+        "asyncio.run(asyncio.sleep(0)); print('asyncio')\n"
+    )
+
+    done = place.run(python_in_sandbox(script), place.policy(network=network))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "b'x'\nb'x'\nasyncio\n"
 
 
 # Secrets and other processes --------------------------------------------------------------

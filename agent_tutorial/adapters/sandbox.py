@@ -60,6 +60,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_tutorial.adapters.sandbox_mounts import SandboxPathError, mount_arguments
 from agent_tutorial.core.errors import AgentTutorialError
@@ -69,6 +70,9 @@ from agent_tutorial.core.sandbox import (
     SandboxMode,
     SandboxPolicy,
 )
+
+if TYPE_CHECKING:
+    from seccompy import ArgCmp, Filter
 
 __all__ = [
     "HIDDEN_HOME_PATHS",
@@ -85,6 +89,19 @@ __all__ = [
 
 _PROBE_TIMEOUT_S = 10.0
 _ALLOWED_SOCKET_FAMILIES = (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK)
+_ALLOWED_PAIR_TYPES = (socket.SOCK_STREAM, socket.SOCK_SEQPACKET)
+_SOCK_TYPE_MASK = 0xF
+_DENIED_SYSCALLS = (
+    "keyctl",
+    "add_key",
+    "request_key",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+)
+"""The kernel keyrings (the session keyring can hold the user's credentials: Kerberos
+tickets, ecryptfs keys; Docker's default profile refuses them too) and io_uring, which
+could open sockets without `socket()`."""
 _X32_SYSCALL_BIT = 0x40000000
 """x86-64's x32 ABI reaches the same syscalls under these numbers and passes the filter's
 architecture check, so every rule is repeated for them."""
@@ -209,21 +226,41 @@ def _filter_descriptor() -> Iterator[int]:
 
 @functools.cache
 def _seccomp_program() -> bytes:
-    """Deny `socket()` beyond IPv4, IPv6 and netlink, and io_uring; allow the rest.
+    """Deny `socket()` beyond IPv4, IPv6 and netlink, `socketpair()` beyond stream and
+    seqpacket pairs, the kernel keyrings and io_uring; allow the rest.
 
     The families are an allow-list compared on all 64 bits of the argument, so a value
-    with garbage in its upper half is denied rather than read as AF_UNIX by the kernel."""
+    with garbage in its upper half is denied rather than read as AF_UNIX by the kernel. A
+    pair's type is compared on its low four bits (the kernel's SOCK_TYPE_MASK; the flags
+    SOCK_NONBLOCK and SOCK_CLOEXEC sit above them): a Unix datagram socket, even one of a
+    pair, sends to any address `sendto` or `sendmsg` names and can `connect` again, so it
+    would reach a host socket by path or, sharing the host's network, by abstract name;
+    a stream or seqpacket pair is connected for good and ignores or refuses an address."""
     from seccompy import ArgCmp, CmpOp, Filter  # Linux only, like bwrap
 
     rules = Filter()
     other_family = [ArgCmp(0, CmpOp.NE, int(family)) for family in _ALLOWED_SOCKET_FAMILIES]
-    for name in ("socket", "io_uring_setup", "io_uring_enter", "io_uring_register"):
-        conditions = other_family if name == "socket" else None
-        number = _syscall_number(name)
-        rules.errno(number, errno.EPERM, args=conditions)
-        if _has_x32_abi():
-            rules.errno(number | _X32_SYSCALL_BIT, errno.EPERM, args=conditions)
+    for name in ("socket", *_DENIED_SYSCALLS):
+        _deny(rules, name, other_family if name == "socket" else None)
+    for pair_type in _ALLOWED_PAIR_TYPES:
+        _allow(rules, "socketpair", [ArgCmp(1, CmpOp.MASKED_EQ, int(pair_type), _SOCK_TYPE_MASK)])
+    _deny(rules, "socketpair", None)
     return rules.program
+
+
+def _deny(rules: Filter, name: str, conditions: list[ArgCmp] | None) -> None:
+    number = _syscall_number(name)
+    rules.errno(number, errno.EPERM, args=conditions)
+    if _has_x32_abi():
+        rules.errno(number | _X32_SYSCALL_BIT, errno.EPERM, args=conditions)
+
+
+def _allow(rules: Filter, name: str, conditions: list[ArgCmp]) -> None:
+    """An exception to a later `_deny` of the same call (the first matching rule wins)."""
+    number = _syscall_number(name)
+    rules.allow(number, args=conditions)
+    if _has_x32_abi():
+        rules.allow(number | _X32_SYSCALL_BIT, args=conditions)
 
 
 def _syscall_number(name: str) -> int:
