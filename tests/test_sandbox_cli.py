@@ -228,6 +228,49 @@ def test_read_only_stops_writes_inside_the_workspace_but_not_in_tmpdir(
     assert not (workspace / "inside.txt").exists()
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("write_file", {"path": "notes.txt", "content": "new\n"}),
+        ("edit_file", {"path": "notes.txt", "old_text": "old", "new_text": "new"}),
+    ],
+)
+def test_read_only_stops_the_file_tools_with_a_clear_error(
+    run_cli: RunCli,
+    loopback: LoopbackServer,
+    workspace: Path,
+    tool: str,
+    arguments: dict[str, str],
+) -> None:
+    (workspace / "notes.txt").write_text("old\n")
+    loopback.queue(tool_stream([("w1", tool, arguments)]), text_stream("done"))
+
+    run = run_cli("run", "--chapter", "3", "-y", "--sandbox", "read-only", "-p", "go")
+
+    assert run.exit_code == 0, run.stderr
+    output = tool_output(loopback.requests[1])
+    assert output.startswith(
+        f"Error [read_only_sandbox]: {tool} cannot change 'notes.txt': this session's sandbox "
+        "is read-only (--sandbox read-only)"
+    )
+    assert "--sandbox workspace-write" in output
+    assert (workspace / "notes.txt").read_text() == "old\n"
+
+
+def test_workspace_write_lets_the_file_tools_write(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    loopback.queue(
+        tool_stream([("w1", "write_file", {"path": "notes.txt", "content": "new\n"})]),
+        text_stream("done"),
+    )
+
+    run = run_cli("run", "--chapter", "3", "-y", "--sandbox", "workspace-write", "-p", "go")
+
+    assert run.exit_code == 0, run.stderr
+    assert (workspace / "notes.txt").read_text() == "new\n"
+
+
 # Network and secrets -------------------------------------------------------------------------
 
 
