@@ -108,7 +108,8 @@ class GitMarkerWatch:
     can change it though the sandbox protects the repository: a symbolic link (the kernel
     cannot mount on a link, so the link itself can be replaced), or no `.git` at all in a
     workspace inside a repository (a new one would shadow the repository for git run here
-    later). `check` after each command puts it back."""
+    later). Around each command: `as_at_start` before, and if it was, `undo_change` after.
+    A change made between commands (by the user, outside) is theirs and left alone."""
 
     marker: Path
     """`.git` at the top of the workspace."""
@@ -117,16 +118,24 @@ class GitMarkerWatch:
     repository_top: Path | None = None
     """The repository the workspace lies in, when it had no `.git` of its own."""
 
-    def check(self) -> str | None:
-        """None when `.git` is as it was; else a note of what was undone (or could not be)."""
+    def as_at_start(self) -> bool:
+        if self.link_text is None:
+            return not os.path.lexists(self.marker)
+        try:
+            return str(self.marker.readlink()) == self.link_text
+        except OSError:  # gone, or no longer a link
+            return False
+
+    def undo_change(self) -> str | None:
+        """After a command that began with `.git` as at the start: None when it still is,
+        else a note of what was undone (or why it could not be)."""
+        if self.as_at_start():
+            return None
         if self.link_text is not None:
             return self._restore_link(self.link_text)
         return self._remove_shadow()
 
-    def _restore_link(self, link_text: str) -> str | None:
-        with contextlib.suppress(OSError):
-            if str(self.marker.readlink()) == link_text:
-                return None
+    def _restore_link(self, link_text: str) -> str:
         try:
             _remove(self.marker)
             self.marker.symlink_to(link_text)
@@ -137,9 +146,7 @@ class GitMarkerWatch:
             f"{link_text}); the agent removed what replaced it and put the link back"
         )
 
-    def _remove_shadow(self) -> str | None:
-        if not os.path.lexists(self.marker):
-            return None
+    def _remove_shadow(self) -> str:
         try:
             _remove(self.marker)
         except OSError as error:

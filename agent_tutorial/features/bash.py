@@ -98,6 +98,7 @@ def _run_bash(
         return tool_error("invalid_command", "the command contains a NUL character")
     stream = settings.redactor.stream() if settings.redactor else None
     sandbox = settings.confinement
+    watching = watch if watch is not None and watch.as_at_start() else None
     try:
         result = run_command(
             arguments.command,
@@ -122,7 +123,7 @@ def _run_bash(
     body = result.output or "(no output)"
     ending = ("" if body.endswith("\n") else "\n") + _status_line(result, sandbox)
     ending += _denial_note(result, sandbox)
-    undone = watch.check() if watch is not None else None
+    undone = watching.undo_change() if watching is not None else None
     ending += "" if undone is None else f"\n[sandbox] {undone}"
     content = preface + body + ending
     outcome = tool_error("timeout", content) if result.timed_out else tool_success(content)
