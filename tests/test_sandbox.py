@@ -369,17 +369,30 @@ def test_the_state_folder_env_file_is_not_readable(place: Place, mode: SandboxMo
     assert "sk-planted-secret" in place.off("cat .agent_tutorial/.env").stdout
 
 
-def commit_a_repository(place: Place, folder: Path | None = None) -> Path:
-    """A repository with one commit in `folder` (default: the workspace), made outside the
-    sandbox as the user the commands run as; returns its `.git`."""
-    folder = folder or place.workspace
-    folder.mkdir(parents=True, exist_ok=True)
+@pytest.fixture(scope="module")
+def committed_repository() -> Iterator[Path]:
+    """A folder holding a repository with one commit (of `a`), made once and copied by
+    `commit_a_repository`: three git processes per test would double this file's time."""
+    folder = Path(tempfile.mkdtemp(prefix="sandbox-test-repository-", dir=SCRATCH_PARENT))
     (folder / "a").write_text("a\n")
-    place.give_away()
     for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "first"]):
         subprocess.run(
-            [*place.user_prefix, "git", *command], cwd=folder, env=place.environment, check=True
+            ["git", *command], cwd=folder, env={"PATH": os.defpath, **GIT_IDENTITY}, check=True
         )
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def commit_a_repository(template: Path, place: Place, folder: Path | None = None) -> Path:
+    """The committed repository copied into `folder` (default: the workspace) and handed to
+    the user the commands run as; returns its `.git`."""
+    folder = folder or place.workspace
+    shutil.copytree(template, folder, symlinks=True, dirs_exist_ok=True)
+    place.give_away()
+    if place.user_prefix and not folder.is_relative_to(place.base):
+        subprocess.run(["chown", "-R", "nobody:nogroup", str(folder)], check=True)
     return folder / ".git"
 
 
@@ -410,8 +423,10 @@ GIT_ATTACKS = {
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 @pytest.mark.parametrize("attack", GIT_ATTACKS.values(), ids=GIT_ATTACKS.keys())
-def test_nothing_in_the_repository_folder_can_be_changed(place: Place, attack: str) -> None:
-    git = commit_a_repository(place)
+def test_nothing_in_the_repository_folder_can_be_changed(
+    place: Place, committed_repository: Path, attack: str
+) -> None:
+    git = commit_a_repository(committed_repository, place)
     before = git_state(git)
 
     denied = place.run(attack)
@@ -424,8 +439,10 @@ def test_nothing_in_the_repository_folder_can_be_changed(place: Place, attack: s
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_git_status_log_and_diff_work_but_add_and_commit_fail_with_a_hint(place: Place) -> None:
-    git = commit_a_repository(place)
+def test_git_status_log_and_diff_work_but_add_and_commit_fail_with_a_hint(
+    place: Place, committed_repository: Path
+) -> None:
+    git = commit_a_repository(committed_repository, place)
     (place.workspace / "a").write_text("changed\n")
     place.give_away()
     before = git_state(git)
@@ -467,8 +484,10 @@ def test_a_repository_made_by_a_command_is_protected_from_the_next_command(
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_the_agent_creates_nothing_in_a_repository(place: Place) -> None:
-    git = commit_a_repository(place)
+def test_the_agent_creates_nothing_in_a_repository(
+    place: Place, committed_repository: Path
+) -> None:
+    git = commit_a_repository(committed_repository, place)
     shutil.rmtree(git / "hooks")
     before = git_state(git)
 
@@ -480,8 +499,10 @@ def test_the_agent_creates_nothing_in_a_repository(place: Place) -> None:
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_a_linked_worktrees_git_file_and_both_git_folders_are_read_only(place: Place) -> None:
-    main = commit_a_repository(place, place.outside / "main")
+def test_a_linked_worktrees_git_file_and_both_git_folders_are_read_only(
+    place: Place, committed_repository: Path
+) -> None:
+    main = commit_a_repository(committed_repository, place, place.outside / "main")
     linked = place.workspace / "linked"
     subprocess.run(
         [*place.user_prefix, "git", "worktree", "add", "-q", str(linked)],
@@ -507,13 +528,15 @@ def test_a_linked_worktrees_git_file_and_both_git_folders_are_read_only(place: P
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_a_workspace_in_a_repository_under_tmp_still_sees_it(place: Place) -> None:
+def test_a_workspace_in_a_repository_under_tmp_still_sees_it(
+    place: Place, committed_repository: Path
+) -> None:
     with tempfile.TemporaryDirectory(dir="/tmp") as under_tmp:
         subfolder = Path(under_tmp) / "repository" / "src"
         subfolder.mkdir(parents=True)
         if place.user_prefix:
             subprocess.run(["chown", "-R", "nobody:nogroup", under_tmp], check=True)
-        git = commit_a_repository(place, subfolder.parent)
+        git = commit_a_repository(committed_repository, place, subfolder.parent)
         before = git_state(git)
 
         status = place.run("git log --oneline", place.policy(workspace=subfolder))
@@ -528,8 +551,9 @@ def test_a_workspace_in_a_repository_under_tmp_still_sees_it(place: Place) -> No
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_a_git_symlink_gets_a_working_sandbox_and_its_target_stays_read_only(
     place: Place,
+    committed_repository: Path,
 ) -> None:
-    git = commit_a_repository(place, place.workspace / "real")
+    git = commit_a_repository(committed_repository, place, place.workspace / "real")
     (place.workspace / ".git").symlink_to("real/.git")
     shutil.rmtree(git / "hooks")
     place.give_away()
@@ -555,7 +579,7 @@ PROTECTED_ATTACKS = {
 
 
 @pytest.mark.parametrize("attack", PROTECTED_ATTACKS.values(), ids=PROTECTED_ATTACKS.keys())
-@pytest.mark.parametrize("relative", ["hooks/guard.py", "guard.py", "a/b/c/guard.py"])
+@pytest.mark.parametrize("relative", ["hooks/guard.py", "guard.py"])
 def test_a_protected_path_and_its_topmost_folder_cannot_be_changed(
     place: Place, relative: str, attack: str
 ) -> None:
@@ -576,6 +600,20 @@ def test_a_protected_path_and_its_topmost_folder_cannot_be_changed(
     assert (place.workspace / "beside.txt").read_text() == "ok\n"
     place.run(command)  # not protected: the attack works
     assert not path.is_file() or path.read_text() != "print('guard')\n"
+
+
+def test_a_deep_protected_path_keeps_its_topmost_folder_read_only(place: Place) -> None:
+    path = place.workspace / "a" / "b" / "c" / "guard.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("print('guard')\n")
+    place.give_away()
+    policy = replace(place.policy(), protected=(path,))
+
+    denied = place.run("mv a moved || mv a/b a/moved || mv a/b/c a/b/moved", policy)
+
+    assert denied.returncode != 0
+    assert path.read_text() == "print('guard')\n"
+    assert sorted(p.name for p in place.workspace.iterdir()) == [".agent_tutorial", "a"]
 
 
 def test_a_protected_path_that_does_not_exist_or_lies_outside_reserves_nothing(
