@@ -484,6 +484,22 @@ def test_a_repository_made_by_a_command_is_protected_from_the_next_command(
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("pointer", [".git/commondir", ".git"])
+def test_a_pointer_a_command_made_a_fifo_does_not_stop_the_next_command(
+    place: Place, pointer: str
+) -> None:
+    # Finding the repository reads `.git` files and `commondir`: a FIFO there would block
+    # that read, and with it every later command of the session.
+    made = place.run(f"git init -q && rm -rf {pointer} && mkfifo {pointer} && echo made")
+    after = place.run("echo after")
+
+    assert made.stdout == "made\n", made.stderr
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == "after\n"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_the_agent_creates_nothing_in_a_repository(
     place: Place, committed_repository: Path
 ) -> None:

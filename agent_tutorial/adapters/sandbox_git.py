@@ -85,16 +85,25 @@ def _with_common_dir(git_dir: Path) -> list[Path]:
 
 def _pointed_to(pointer: Path, base: Path, prefix: str = "gitdir:") -> Path | None:
     """The real path a one-line pointer file names (relative to `base`), or None."""
-    try:
-        with pointer.open("rb") as file:
-            text = file.read(_POINTER_BYTES).decode(errors="replace")
-    except OSError:
-        return None
+    text = _small_regular_file(pointer)
     line = text.splitlines()[0].strip() if text.strip() else ""
     if not line.startswith(prefix):
         return None
     named = line.removeprefix(prefix).strip()
     return (base / named).resolve() if named else None
+
+
+def _small_regular_file(path: Path) -> str:
+    """The start of `path` if it is a regular file, else "". Opened without waiting, so a
+    FIFO a command left in the name cannot block the agent (and every later command)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return ""
+    with os.fdopen(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return ""
+        return file.read(_POINTER_BYTES).decode(errors="replace")
 
 
 def _existing(paths: list[Path]) -> tuple[Path, ...]:
