@@ -499,6 +499,34 @@ def test_a_pointer_a_command_made_a_fifo_does_not_stop_the_next_command(
     assert after.stdout == "after\n"
 
 
+LOOPS = {
+    "a .git link": "ln -s .git .git",
+    "a commondir": "git init -q && echo loop > .git/commondir && ln -s loop .git/loop",
+    "a protected path's folder": "ln -s hooks hooks",
+    "a secret in a home workspace": "ln -s .kube .kube",
+}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("loop", LOOPS.values(), ids=LOOPS.keys())
+def test_a_symlink_loop_a_command_made_does_not_stop_the_next_command(
+    place: Place, loop: str
+) -> None:
+    # Every path the set-up decides by is resolved first; a loop must not end the session
+    # in a traceback.
+    policy = replace(
+        place.policy(workspace=place.home), protected=(place.home / "hooks" / "guard.py",)
+    )
+
+    made = place.run(f"{loop} && echo made", policy)
+    after = place.run("echo after", policy)
+
+    assert made.stdout == "made\n", made.stderr
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == "after\n"
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_the_agent_creates_nothing_in_a_repository(
     place: Place, committed_repository: Path

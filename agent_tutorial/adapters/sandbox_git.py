@@ -53,13 +53,13 @@ def repository_at(folder: Path) -> Repository | None:
         return None
     if stat.S_ISREG(info.st_mode):
         git_dir = _pointed_to(marker, marker.parent)
-        found = [marker.resolve()]
+        found = [real_path(marker)]
         if git_dir is not None:
             found += _with_common_dir(git_dir)
         return Repository(marker, _existing(found))
-    real = marker.resolve()
-    if not real.is_dir():
-        return Repository(marker, ())  # a dangling link or a device: nothing git can obey
+    real = real_path(marker)
+    if real is None or not real.is_dir():
+        return Repository(marker, ())  # a dangling link, a loop, a FIFO: nothing git obeys
     return Repository(marker, _existing(_with_common_dir(real)))
 
 
@@ -76,7 +76,16 @@ def enclosing_repository(workspace: Path) -> Repository | None:
     return None
 
 
-def _with_common_dir(git_dir: Path) -> list[Path]:
+def real_path(path: Path) -> Path | None:
+    """`path` with every symbolic link resolved, or None when the links loop: there is no
+    real path to decide by (a command can leave such a loop behind)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # a loop: RuntimeError before Python 3.13, then OSError
+        return None
+
+
+def _with_common_dir(git_dir: Path) -> list[Path | None]:
     """`git_dir`, and the common directory its `commondir` file names (a linked worktree's
     shared repository, whose config and hooks it obeys)."""
     common = _pointed_to(git_dir / "commondir", git_dir, prefix="")
@@ -90,7 +99,7 @@ def _pointed_to(pointer: Path, base: Path, prefix: str = "gitdir:") -> Path | No
     if not line.startswith(prefix):
         return None
     named = line.removeprefix(prefix).strip()
-    return (base / named).resolve() if named else None
+    return real_path(base / named) if named else None
 
 
 def _small_regular_file(path: Path) -> str:
@@ -106,8 +115,8 @@ def _small_regular_file(path: Path) -> str:
         return file.read(_POINTER_BYTES).decode(errors="replace")
 
 
-def _existing(paths: list[Path]) -> tuple[Path, ...]:
-    unique = dict.fromkeys(path for path in paths if path.exists())
+def _existing(paths: list[Path | None]) -> tuple[Path, ...]:
+    unique = dict.fromkeys(path for path in paths if path is not None and path.exists())
     return tuple(unique)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from agent_tutorial.adapters.sandbox_git import (
     Repository,
     enclosing_repository,
+    real_path,
     repository_at,
 )
 from agent_tutorial.core.errors import AgentTutorialError
@@ -115,16 +116,16 @@ def _topmost(workspace: Path, paths: Iterable[Path]) -> Iterator[Path]:
     """For each real path below the workspace, its first component there: `hooks` for
     `hooks/guard.py`, `guard.py` itself for a file directly in the workspace."""
     for path in paths:
-        real = path.resolve()
-        if real != workspace and real.is_relative_to(workspace):
+        real = real_path(path)
+        if real is not None and real != workspace and real.is_relative_to(workspace):
             yield workspace / real.relative_to(workspace).parts[0]
 
 
 def _inside(workspace: Path, paths: Iterable[Path]) -> Iterator[Path]:
     """The real targets of `paths` that lie in the workspace (elsewhere is read-only anyway)."""
     for path in paths:
-        real = path.resolve()
-        if real.exists() and real.is_relative_to(workspace):
+        real = real_path(path)
+        if real is not None and real.exists() and real.is_relative_to(workspace):
             yield real
 
 
@@ -137,8 +138,8 @@ def _secrets(policy: SandboxPolicy, state: Path) -> Iterator[Path]:
     candidates += [*policy.also_hidden, state / ".env"]
     seen: set[Path] = set()
     for candidate in candidates:
-        real = candidate.resolve()
-        if real in seen or not os.path.lexists(real):
+        real = real_path(candidate)
+        if real is None or real in seen or not os.path.lexists(real):
             continue
         seen.add(real)
         yield real
