@@ -471,6 +471,33 @@ def test_a_denial_elsewhere_does_not_blame_the_repository(place: Place) -> None:
     assert "repository" not in hint
 
 
+@pytest.mark.parametrize(
+    ("output", "blamed"),
+    [
+        ("fatal: Unable to create '/w/.git/index.lock': Read-only file system", True),
+        ("error: could not lock config file .git/config: Read-only file system", True),
+        ("mv: cannot move '.git' to 'old': Read-only file system", True),
+        ("touch: cannot touch '.github/ci.yml': Read-only file system", False),
+        ("sh: .gitignore: Read-only file system", False),
+        ("fatal: Unable to create '/w/.git/index.lock': File exists", False),
+    ],
+)
+def test_only_a_read_only_refusal_in_git_gets_the_repository_note(
+    tmp_path: Path, output: str, blamed: bool
+) -> None:
+    policy = SandboxPolicy(
+        mode="workspace-write",
+        network=True,
+        workspace=tmp_path,
+        private_tmp=tmp_path,
+        home=tmp_path,
+    )
+
+    hint = sandbox_denial_hint(f"{output}\nOperation not permitted", policy) or ""
+
+    assert ("The repository (.git) is read-only in the sandbox" in hint) is blamed
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_a_repository_made_by_a_command_is_protected_from_the_next_command(
     place: Place,

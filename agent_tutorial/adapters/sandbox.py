@@ -57,6 +57,7 @@ import contextlib
 import errno
 import functools
 import os
+import re
 import shutil
 import socket
 import stat
@@ -284,6 +285,8 @@ def _has_x32_abi() -> bool:
 
 
 _READ_ONLY_SIGN = "Read-only file system"
+_IN_GIT = re.compile(rf"(?:^|[\s/'\"`‘]){re.escape(VCS_DIR)}(?:$|[\s/'\"`’:])")
+"""`.git` as a name in a path (`/w/.git/index.lock`, `'.git'`), not `.github` or `.gitignore`."""
 _DENIAL_SIGNS = (
     _READ_ONLY_SIGN,
     "Operation not permitted",
@@ -318,7 +321,7 @@ def sandbox_denial_hint(output: str, policy: SandboxPolicy) -> str | None:
 def _repository_note(output: str) -> str:
     """What a refused write in `.git` means: git add, commit and the like cannot work there."""
     refused_in_git = any(
-        VCS_DIR in line and _READ_ONLY_SIGN in line for line in output.splitlines()
+        _READ_ONLY_SIGN in line and _IN_GIT.search(line) for line in output.splitlines()
     )
     if not refused_in_git:
         return ""

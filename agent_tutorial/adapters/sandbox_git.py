@@ -184,17 +184,15 @@ def git_marker_watch(workspace: Path) -> GitMarkerWatch | None:
     sandbox already, and a workspace outside any repository has nothing to shadow."""
     marker = workspace / VCS_DIR
     try:
-        info = os.lstat(marker)
+        link_text = str(marker.readlink())
     except FileNotFoundError:
         repository = enclosing_repository(workspace)
         if repository is None:
             return None
         return GitMarkerWatch(marker, None, repository.top)
-    except OSError:
+    except OSError:  # EINVAL: a folder or a file, which the sandbox mounts read-only
         return None
-    if stat.S_ISLNK(info.st_mode):
-        return GitMarkerWatch(marker, str(marker.readlink()))
-    return None
+    return GitMarkerWatch(marker, link_text)
 
 
 def _remove(path: Path) -> None:
