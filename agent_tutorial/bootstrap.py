@@ -551,7 +551,8 @@ def _add_core_tools(
         )
         tools.register(bash_tool(workspace, bash))
     if Capability.FILE_TOOLS in profile:
-        for tool in file_tools(workspace, state_dir=state_dir):
+        read_only = settings.sandbox == "read-only"  # Codex's read-only: no file changes
+        for tool in file_tools(workspace, state_dir=state_dir, read_only=read_only):
             tools.register(tool)
     if Capability.SEARCH_TOOLS in profile:
         budget_s = settings.grep_time_budget_s

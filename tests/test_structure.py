@@ -216,6 +216,7 @@ OS_FACING = (
     "shell",
     "sandbox",
     "sandbox_mounts",
+    "sandbox_git",
     "processes",
     "escapees",
     "hook_runner",

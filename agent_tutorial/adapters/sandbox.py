@@ -3,10 +3,11 @@
 and a seccomp filter (compiled by `seccompy`, loaded by bwrap) closes what namespaces do not.
 
 What each rule stops, and why this mechanism rather than Landlock alone:
-- Mount namespace (`sandbox_mounts`): the system read-only, the workspace writable, and
-  inside it the agent's state folder and git's hooks, info and config read-only again;
-  Landlock could not carve those read-only holes out of a writable tree. Secrets in the
-  home directory are covered by empty mounts.
+- Mount namespace (`sandbox_mounts`): the system read-only, the session's private folder
+  as /tmp, the workspace writable, and inside it the agent's state folder, the whole
+  repository folder git obeys (`sandbox_git`) and the policy's protected paths read-only
+  again; Landlock could not carve those read-only holes out of a writable tree. Secrets in
+  the home directory are covered by empty mounts.
 - Network namespace: no route to any host, nor to the host's loopback, unless
   `network` is set (then the command shares the host's network).
 - PID namespace with a fresh /proc: the agent (whose environment holds the API key) and
@@ -16,18 +17,24 @@ What each rule stops, and why this mechanism rather than Landlock alone:
   no-new-privileges: nothing inside can undo a mount.
 - seccomp: `socket()` only for IPv4, IPv6 and netlink, which the network namespace
   confines; so no Unix sockets (Docker, session bus, SSH agent, even inside the workspace),
-  no VM sockets to the hypervisor; io_uring off (it could open sockets without `socket()`).
+  no VM sockets to the hypervisor; `socketpair()` only for stream and seqpacket pairs,
+  which cannot address anyone else; no kernel keyrings; io_uring off (it could open
+  sockets without `socket()`).
 
 Known limits (each a decision, said in the guide):
 - A hard link made before the session, from inside the workspace to a file outside (or to
   `.git/config`), is the same file: bind mounts decide by place, not by inode. Inside the
   sandbox no new one can be made across mounts (EXDEV).
-- A repository the command itself creates (`git init`) is protected from the next command
-  on: `git init` must write `.git/config`, so nothing can be reserved before it exists.
-- A protected name that is itself a symbolic link (`.git/hooks -> ../hooks`) has its target
-  protected, but the link can be replaced: the kernel cannot mount on a link.
-- Only the workspace's own `.git` is protected, not nested repositories or the gitdirs of
-  submodules; a worktree or submodule whose gitdir lies outside the workspace cannot commit.
+- The repository is read-only, so `git add`, `git commit` and the like fail in the sandbox.
+- A repository the command itself creates (`git init`) in a workspace outside any
+  repository is protected from the next command on: nothing can be reserved before it
+  exists. Inside a repository, one made at the top of the workspace is removed after the
+  command (`sandbox_git.GitMarkerWatch`); nested repositories below the top are not
+  protected.
+- A protected name that is itself a symbolic link has its target protected, but the link
+  can be replaced: the kernel cannot mount on a link. A `.git` link is put back after each
+  command; another (a `.agent_tutorial` link, a link on a protected path) is not.
+- A protected path that does not exist at the start is not reserved.
 - A secret path that does not exist is not reserved: nothing can be read from it, but a
   workspace that holds the home directory lets a command create it (and write dotfiles).
 - Started in a subfolder of its project (the state folder above, read-only already), a
@@ -37,9 +44,9 @@ Known limits (each a decision, said in the guide):
   obey until asked, with its own sessions.
 - A command killed by a signal exits with 128 + the signal (bwrap's convention); 32-bit x86
   programs are stopped by the filter's architecture check.
-- `/tmp` is the command's own, so what lies in the host's `/tmp` outside the workspace (a
-  virtual environment in another checkout there, say) is out of its sight; use `$TMPDIR` or
-  the workspace, or `--sandbox off`.
+- `/tmp` is the session's private folder, so what lies in the host's `/tmp` outside the
+  workspace and its repository (a virtual environment in another checkout there, say) is
+  out of its sight; use the workspace, or `--sandbox off`.
 - Root's commands run as root without capabilities: another user's private folders stay
   closed to them, as they would to that user's neighbours.
 """
@@ -50,6 +57,7 @@ import contextlib
 import errno
 import functools
 import os
+import re
 import shutil
 import socket
 import stat
@@ -60,15 +68,20 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agent_tutorial.adapters.sandbox_mounts import SandboxPathError, mount_arguments
+from agent_tutorial.adapters.sandbox_mounts import SANDBOX_TMP, SandboxPathError, mount_arguments
 from agent_tutorial.core.errors import AgentTutorialError
+from agent_tutorial.core.paths import VCS_DIR
 from agent_tutorial.core.sandbox import (
     HIDDEN_HOME_PATHS,
     SANDBOX_MODES,
     SandboxMode,
     SandboxPolicy,
 )
+
+if TYPE_CHECKING:
+    from seccompy import ArgCmp, Filter
 
 __all__ = [
     "HIDDEN_HOME_PATHS",
@@ -85,6 +98,19 @@ __all__ = [
 
 _PROBE_TIMEOUT_S = 10.0
 _ALLOWED_SOCKET_FAMILIES = (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK)
+_ALLOWED_PAIR_TYPES = (socket.SOCK_STREAM, socket.SOCK_SEQPACKET)
+_SOCK_TYPE_MASK = 0xF
+_DENIED_SYSCALLS = (
+    "keyctl",
+    "add_key",
+    "request_key",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+)
+"""The kernel keyrings (the session keyring can hold the user's credentials: Kerberos
+tickets, ecryptfs keys; Docker's default profile refuses them too) and io_uring, which
+could open sockets without `socket()`."""
 _X32_SYSCALL_BIT = 0x40000000
 """x86-64's x32 ABI reaches the same syscalls under these numbers and passes the filter's
 architecture check, so every rule is repeated for them."""
@@ -132,7 +158,7 @@ def sandboxed(
                 str(_bwrap()),
                 *_namespace_arguments(network=policy.network),
                 *mounts,
-                *_environment_arguments(policy.private_tmp.resolve()),
+                *_environment_arguments(),
                 *("--chdir", str(cwd.resolve())),
                 *("--seccomp", str(filter_fd)),
                 "--",
@@ -152,8 +178,8 @@ def _namespace_arguments(*, network: bool) -> list[str]:
     return [*arguments, "--cap-drop", "ALL", "--die-with-parent"]
 
 
-def _environment_arguments(private_tmp: Path) -> list[str]:
-    return ["--setenv", "TMPDIR", str(private_tmp)]
+def _environment_arguments() -> list[str]:
+    return ["--setenv", "TMPDIR", str(SANDBOX_TMP)]
 
 
 @functools.cache
@@ -209,21 +235,41 @@ def _filter_descriptor() -> Iterator[int]:
 
 @functools.cache
 def _seccomp_program() -> bytes:
-    """Deny `socket()` beyond IPv4, IPv6 and netlink, and io_uring; allow the rest.
+    """Deny `socket()` beyond IPv4, IPv6 and netlink, `socketpair()` beyond stream and
+    seqpacket pairs, the kernel keyrings and io_uring; allow the rest.
 
     The families are an allow-list compared on all 64 bits of the argument, so a value
-    with garbage in its upper half is denied rather than read as AF_UNIX by the kernel."""
+    with garbage in its upper half is denied rather than read as AF_UNIX by the kernel. A
+    pair's type is compared on its low four bits (the kernel's SOCK_TYPE_MASK; the flags
+    SOCK_NONBLOCK and SOCK_CLOEXEC sit above them): a Unix datagram socket, even one of a
+    pair, sends to any address `sendto` or `sendmsg` names and can `connect` again, so it
+    would reach a host socket by path or, sharing the host's network, by abstract name;
+    a stream or seqpacket pair is connected for good and ignores or refuses an address."""
     from seccompy import ArgCmp, CmpOp, Filter  # Linux only, like bwrap
 
     rules = Filter()
     other_family = [ArgCmp(0, CmpOp.NE, int(family)) for family in _ALLOWED_SOCKET_FAMILIES]
-    for name in ("socket", "io_uring_setup", "io_uring_enter", "io_uring_register"):
-        conditions = other_family if name == "socket" else None
-        number = _syscall_number(name)
-        rules.errno(number, errno.EPERM, args=conditions)
-        if _has_x32_abi():
-            rules.errno(number | _X32_SYSCALL_BIT, errno.EPERM, args=conditions)
+    for name in ("socket", *_DENIED_SYSCALLS):
+        _deny(rules, name, other_family if name == "socket" else None)
+    for pair_type in _ALLOWED_PAIR_TYPES:
+        _allow(rules, "socketpair", [ArgCmp(1, CmpOp.MASKED_EQ, int(pair_type), _SOCK_TYPE_MASK)])
+    _deny(rules, "socketpair", None)
     return rules.program
+
+
+def _deny(rules: Filter, name: str, conditions: list[ArgCmp] | None) -> None:
+    number = _syscall_number(name)
+    rules.errno(number, errno.EPERM, args=conditions)
+    if _has_x32_abi():
+        rules.errno(number | _X32_SYSCALL_BIT, errno.EPERM, args=conditions)
+
+
+def _allow(rules: Filter, name: str, conditions: list[ArgCmp]) -> None:
+    """An exception to a later `_deny` of the same call (the first matching rule wins)."""
+    number = _syscall_number(name)
+    rules.allow(number, args=conditions)
+    if _has_x32_abi():
+        rules.allow(number | _X32_SYSCALL_BIT, args=conditions)
 
 
 def _syscall_number(name: str) -> int:
@@ -238,8 +284,11 @@ def _has_x32_abi() -> bool:
     return arch() == "x86_64"
 
 
+_READ_ONLY_SIGN = "Read-only file system"
+_IN_GIT = re.compile(rf"(?:^|[\s/'\"`‘]){re.escape(VCS_DIR)}(?:$|[\s/'\"`’:])")
+"""`.git` as a name in a path (`/w/.git/index.lock`, `'.git'`), not `.github` or `.gitignore`."""
 _DENIAL_SIGNS = (
-    "Read-only file system",
+    _READ_ONLY_SIGN,
     "Operation not permitted",
     "Network is unreachable",
     "Temporary failure in name resolution",
@@ -264,7 +313,21 @@ def sandbox_denial_hint(output: str, policy: SandboxPolicy) -> str | None:
         loosen.insert(0, "`sandbox_network = true` (`--sandbox-network`)")
     return (
         f"The command ran in the sandbox ({policy.describe()}), which may have denied it. "
+        f"{_repository_note(output)}"
         f"If it needs more, ask the user to allow it: {' or '.join(loosen)}."
+    )
+
+
+def _repository_note(output: str) -> str:
+    """What a refused write in `.git` means: git add, commit and the like cannot work there."""
+    refused_in_git = any(
+        _READ_ONLY_SIGN in line and _IN_GIT.search(line) for line in output.splitlines()
+    )
+    if not refused_in_git:
+        return ""
+    return (
+        "The repository (.git) is read-only in the sandbox, so git add, git commit and "
+        "other commands that change it must run outside it. "
     )
 
 

@@ -2,9 +2,10 @@
 bubblewrap mount arguments, in the order bubblewrap applies them (a later mount covers an
 earlier one).
 
-The whole system is visible read-only; the workspace (in `workspace-write`) and the
-session's private temporary directory are writable; inside the workspace, what the agent or
-git would later obey is read-only again; the secrets in the home directory are covered
+The whole system is visible read-only; the session's private temporary directory is `/tmp`;
+the workspace is writable in `workspace-write` (and seen read-only in `read-only`, even
+under `/tmp`); inside the workspace, what the agent or git would later obey and the
+policy's `protected` paths are read-only again; the secrets in the home directory are covered
 with empty, read-only mounts. Every path is resolved first, so a symbolic link cannot lead
 a rule to the wrong place, and a write that follows a link lands on the link's real target,
 which is writable only if that target is.
@@ -16,18 +17,19 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from agent_tutorial.adapters.sandbox_git import (
+    Repository,
+    enclosing_repository,
+    real_path,
+    repository_at,
+)
 from agent_tutorial.core.errors import AgentTutorialError
 from agent_tutorial.core.sandbox import SandboxPolicy
 
-PRIVATE_TMP_BYTES = 512 * 1024 * 1024
-"""Size cap of the per-command `/tmp` (kept in memory); big temporary files belong in
-`$TMPDIR`, the session's private directory on disk."""
-
+SANDBOX_TMP = Path("/tmp")
+"""Where a command finds the session's private temporary directory (`$TMPDIR` names it too):
+what one command leaves there the next one finds, and the host's `/tmp` is out of sight."""
 AGENT_STATE = ".agent_tutorial"
-GIT_OBEYED = ("hooks", "info", "config")
-"""What git runs or obeys from a repository: hooks, the exclude and attributes files under
-info/, and the config (fsmonitor, hooksPath, sshCommand, filters…). Git writes none of
-them to commit."""
 _DIRECTORY_MODE = 0o700
 
 
@@ -38,9 +40,9 @@ class SandboxPathError(AgentTutorialError):
 def mount_arguments(policy: SandboxPolicy) -> list[str]:
     """bubblewrap's mount arguments for `policy` (not `off`).
 
-    May create, outside the sandbox, the agent's own state folder (when it belongs in the
-    workspace itself) and the hooks and info folders of an existing repository, so that
-    each has a place to be mounted read-only: a command cannot then create them itself.
+    May create, outside the sandbox, the agent's own state folder when it belongs in the
+    workspace itself, so that it has a place to be mounted read-only: a command cannot then
+    create it itself.
     """
     workspace = _real_directory(policy.workspace, "workspace")
     private_tmp = _real_directory(policy.private_tmp, "private temporary directory")
@@ -48,17 +50,37 @@ def mount_arguments(policy: SandboxPolicy) -> list[str]:
     if writable and workspace == Path("/"):
         raise SandboxPathError("the workspace is /: there would be nothing left to confine")
     arguments = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    arguments += ["--size", str(PRIVATE_TMP_BYTES), "--tmpfs", "/tmp"]
-    if writable:
-        arguments += _bind(workspace, read_only=False)
-    arguments += _bind(private_tmp, read_only=False)
+    arguments += ["--bind", str(private_tmp), str(SANDBOX_TMP)]
+    repository = repository_at(workspace) or enclosing_repository(workspace)
+    if repository is not None and _under_tmp(repository.top) and repository.top != workspace:
+        arguments += _bind(repository.top, read_only=True)  # seen again, so git finds it
+    # Bound even read-only: under /tmp the private one would hide it.
+    arguments += _bind(workspace, read_only=not writable)
     state = policy.root.resolve() / AGENT_STATE
     if writable:
-        for protected in _protected_in(workspace, state):
+        for protected in _protected_in(workspace, state, policy.protected):
             arguments += _bind(protected, read_only=True)
+    if repository is not None:
+        for folder in _repository_folders(workspace, repository):
+            arguments += _bind(folder, read_only=True)
     for secret in _secrets(policy, state):
         arguments += _cover(secret)
     return arguments
+
+
+def _under_tmp(path: Path) -> bool:
+    return path != SANDBOX_TMP and path.is_relative_to(SANDBOX_TMP)
+
+
+def _repository_folders(workspace: Path, repository: Repository) -> Iterator[Path]:
+    """What git obeys, read-only where it lies in the workspace (a mount point, so it cannot
+    be renamed or replaced either) and seen again where it lies under /tmp. Never a folder
+    holding the workspace: a `gitdir:` line naming one would make the workspace read-only."""
+    for folder in repository.folders:
+        if workspace.is_relative_to(folder):
+            continue
+        if folder.is_relative_to(workspace) or _under_tmp(folder):
+            yield folder
 
 
 def _real_directory(path: Path, what: str) -> Path:
@@ -79,39 +101,31 @@ def _cover(secret: Path) -> list[str]:
     return ["--ro-bind", "/dev/null", str(secret)]
 
 
-def _protected_in(workspace: Path, state: Path) -> Iterator[Path]:
+def _protected_in(workspace: Path, state: Path, protected: Iterable[Path]) -> Iterator[Path]:
     """The real paths inside the writable workspace that stay read-only: the agent's state
     folder (created if missing, when it belongs in the workspace: one at a project root
-    above is outside, and read-only already) and what git obeys in the workspace's
-    repository."""
+    above is outside, and read-only already) and the topmost folder holding each
+    `protected` path."""
     if state.parent == workspace and not state.exists() and not state.is_symlink():
         state.mkdir(mode=_DIRECTORY_MODE)
     yield from _inside(workspace, [state])
-    yield from _inside(workspace, _git_obeyed(workspace / ".git"))
+    yield from _inside(workspace, _topmost(workspace, protected))
 
 
-def _git_obeyed(git: Path) -> list[Path]:
-    """`.git` itself when it is a file (its `gitdir:` line says which repository git
-    obeys), else hooks, info and config, each created (empty) if missing."""
-    if git.is_file():
-        return [git]
-    if not git.is_dir():
-        return []  # no repository yet: see the limits in adapters/sandbox.py
-    obeyed = [git / name for name in GIT_OBEYED]
-    for path in obeyed:
-        if not path.exists() and not path.is_symlink():
-            if path.name == "config":
-                path.touch(mode=0o644)  # an empty config is git's default one
-            else:
-                path.mkdir(mode=_DIRECTORY_MODE)
-    return obeyed
+def _topmost(workspace: Path, paths: Iterable[Path]) -> Iterator[Path]:
+    """For each real path below the workspace, its first component there: `hooks` for
+    `hooks/guard.py`, `guard.py` itself for a file directly in the workspace."""
+    for path in paths:
+        real = real_path(path)
+        if real is not None and real != workspace and real.is_relative_to(workspace):
+            yield workspace / real.relative_to(workspace).parts[0]
 
 
 def _inside(workspace: Path, paths: Iterable[Path]) -> Iterator[Path]:
     """The real targets of `paths` that lie in the workspace (elsewhere is read-only anyway)."""
     for path in paths:
-        real = path.resolve()
-        if real.exists() and real.is_relative_to(workspace):
+        real = real_path(path)
+        if real is not None and real.exists() and real.is_relative_to(workspace):
             yield real
 
 
@@ -124,8 +138,8 @@ def _secrets(policy: SandboxPolicy, state: Path) -> Iterator[Path]:
     candidates += [*policy.also_hidden, state / ".env"]
     seen: set[Path] = set()
     for candidate in candidates:
-        real = candidate.resolve()
-        if real in seen or not os.path.lexists(real):
+        real = real_path(candidate)
+        if real is None or real in seen or not os.path.lexists(real):
             continue
         seen.add(real)
         yield real

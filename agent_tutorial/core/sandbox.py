@@ -2,8 +2,10 @@
 `adapters/sandbox.py` turns it into operating-system rules in one place.
 
 - `workspace-write`: write only inside the workspace and the session's private temporary
-  directory (`$TMPDIR`); the agent's state folder and what git obeys stay read-only there.
-- `read-only`: write only in the private temporary directory.
+  directory (`/tmp` and `$TMPDIR` inside); the agent's state folder, the repository folder
+  git obeys and the `protected` paths stay read-only there.
+- `read-only`: write only in the private temporary directory (the file tools write nothing
+  either).
 - `off`: no confinement at all; bash runs as it did before the sandbox existed.
 
 In both confined modes the network is off unless `network` is set, the agent's own
@@ -61,12 +63,19 @@ class SandboxPolicy:
     project_root: Path | None = None
     """The project root whose `.agent_tutorial/` is the agent's state folder, at or above
     the workspace (`project.find_project`); None: the workspace itself."""
+    protected: tuple[Path, ...] = ()
+    """Absolute paths in the workspace that commands must not write, rename or replace (the
+    scripts trusted hooks run, say). The whole topmost folder below the workspace that holds
+    each one is read-only (for a file directly in the workspace, the file itself), since a
+    read-only file alone is bypassed by moving its folder away and making a new one. A path
+    outside the workspace is read-only anyway; one that does not exist is not reserved."""
 
     def __post_init__(self) -> None:
         if self.mode not in SANDBOX_MODES:
             raise ValueError(f"mode must be one of {SANDBOX_MODES}, got {self.mode!r}")
         named = {"workspace": self.workspace, "private_tmp": self.private_tmp, "home": self.home}
         named |= {f"also_hidden[{index}]": path for index, path in enumerate(self.also_hidden)}
+        named |= {f"protected[{index}]": path for index, path in enumerate(self.protected)}
         if self.project_root is not None:
             named["project_root"] = self.project_root
         for name, path in named.items():

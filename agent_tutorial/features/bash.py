@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_tutorial.adapters.sandbox import SandboxUnavailableError, sandbox_denial_hint
+from agent_tutorial.adapters.sandbox_git import GitMarkerWatch, git_marker_watch
 from agent_tutorial.adapters.shell import (
     OUTPUT_DISK_CAP_BYTES,
     CommandResult,
@@ -74,18 +75,30 @@ def bash_tool(workspace: Path, settings: BashSettings | None = None) -> ToolDefi
             "read_file, glob and grep for reading and searching files."
         ),
         input_model=BashInput,
-        handler=partial(_run_bash, workspace, settings),
+        handler=partial(_run_bash, workspace, settings, _watch(workspace, settings)),
         effect="execute",
         subject_field="command",
         sandbox=settings.confinement,
     )
 
 
-def _run_bash(workspace: Path, settings: BashSettings, arguments: BashInput) -> ToolResult:
+def _watch(workspace: Path, settings: BashSettings) -> GitMarkerWatch | None:
+    """What `.git` was at the start, where a sandboxed command could still change it; taken
+    once, when the session's tool is made."""
+    sandbox = settings.confinement
+    if sandbox is None or sandbox.mode != "workspace-write":
+        return None
+    return git_marker_watch(workspace)
+
+
+def _run_bash(
+    workspace: Path, settings: BashSettings, watch: GitMarkerWatch | None, arguments: BashInput
+) -> ToolResult:
     if "\0" in arguments.command:  # no program can receive one in its arguments
         return tool_error("invalid_command", "the command contains a NUL character")
     stream = settings.redactor.stream() if settings.redactor else None
     sandbox = settings.confinement
+    watching = watch if watch is not None and watch.as_at_start() else None
     try:
         result = run_command(
             arguments.command,
@@ -110,6 +123,8 @@ def _run_bash(workspace: Path, settings: BashSettings, arguments: BashInput) -> 
     body = result.output or "(no output)"
     ending = ("" if body.endswith("\n") else "\n") + _status_line(result, sandbox)
     ending += _denial_note(result, sandbox)
+    undone = watching.undo_change() if watching is not None else None
+    ending += "" if undone is None else f"\n[sandbox] {undone}"
     content = preface + body + ending
     outcome = tool_error("timeout", content) if result.timed_out else tool_success(content)
     whole = result.whole_output

@@ -117,9 +117,13 @@ class GrepInput(_ToolInput):
     )
 
 
-def file_tools(workspace: Path, *, state_dir: Path | None = None) -> list[ToolDefinition]:
+def file_tools(
+    workspace: Path, *, state_dir: Path | None = None, read_only: bool = False
+) -> list[ToolDefinition]:
     """read_file, write_file and edit_file inside `workspace`; `state_dir` is the project's
-    state folder when it lies above it (its artifacts/ and skills/ stay readable)."""
+    state folder when it lies above it (its artifacts/ and skills/ stay readable). With
+    `read_only` (the session's `--sandbox read-only`, in Codex's meaning: nothing in the
+    workspace changes) write_file and edit_file refuse every call."""
     files = Workspace(workspace, state_dir=state_dir)
     read_file = ToolDefinition(
         name="read_file",
@@ -144,7 +148,7 @@ def file_tools(workspace: Path, *, state_dir: Path | None = None) -> list[ToolDe
             "file, prefer edit_file."
         ),
         input_model=WriteFileInput,
-        handler=partial(_write_file, files),
+        handler=partial(_refuse_write, "write_file") if read_only else partial(_write_file, files),
         effect="write",
         subject_field="path",
     )
@@ -156,7 +160,7 @@ def file_tools(workspace: Path, *, state_dir: Path | None = None) -> list[ToolDe
             "first so old_text matches it character for character."
         ),
         input_model=EditFileInput,
-        handler=partial(_edit_file, files),
+        handler=partial(_refuse_write, "edit_file") if read_only else partial(_edit_file, files),
         effect="write",
         subject_field="path",
     )
@@ -355,6 +359,15 @@ def _number_lines(window: _LineWindow) -> str:
 
 
 # write_file and edit_file
+
+
+def _refuse_write(tool_name: str, arguments: WriteFileInput | EditFileInput) -> ToolResult:
+    raise ToolFailure(
+        "read_only_sandbox",
+        f"{tool_name} cannot change {arguments.path!r}: this session's sandbox is read-only "
+        "(--sandbox read-only), so nothing in the workspace may change. If the change is "
+        "needed, ask the user to run with --sandbox workspace-write.",
+    )
 
 
 @_path_errors

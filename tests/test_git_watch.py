@@ -1,0 +1,256 @@
+"""What the sandbox cannot mount over, the bash tool undoes: a `.git` a command makes at the
+top of a workspace inside a repository, a `.git` link a command replaces. Each through the
+real bash tool in the real sandbox, and each both ways: what the user changes between
+commands is theirs and stays. Also how the repository folder is found (`sandbox_git`).
+
+Scratch folders live in /var/tmp: under /tmp a repository above the workspace would be
+seen only through the extra mount that makes it visible again, which has tests of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_tutorial.adapters.sandbox import SandboxPolicy, sandbox_available
+from agent_tutorial.adapters.sandbox_git import (
+    enclosing_repository,
+    git_marker_watch,
+    repository_at,
+)
+from agent_tutorial.core.sandbox import SandboxMode
+from agent_tutorial.core.tools import ToolDefinition
+from agent_tutorial.features.bash import BashInput, BashSettings, bash_tool
+
+UNAVAILABLE = sandbox_available()
+needs_sandbox = pytest.mark.skipif(
+    UNAVAILABLE is not None, reason=f"no sandbox on this system: {UNAVAILABLE}"
+)
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    base = Path(tempfile.mkdtemp(prefix="git-watch-", dir="/var/tmp"))
+    (base / "tmp").mkdir()
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base)
+
+
+def bash_in(
+    workspace: Path, scratch: Path, mode: SandboxMode = "workspace-write"
+) -> ToolDefinition:
+    policy = SandboxPolicy(
+        mode=mode, network=False, workspace=workspace, private_tmp=scratch / "tmp", home=scratch
+    )
+    return bash_tool(workspace, BashSettings(sandbox=policy))
+
+
+def run(tool: ToolDefinition, command: str) -> str:
+    result = tool.handler(BashInput(command=command))
+    return result.content
+
+
+def make_repository(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    return folder / ".git"
+
+
+# A .git made in a subfolder of a repository ------------------------------------------------
+
+
+@needs_sandbox
+@needs_git
+def test_a_git_a_command_makes_in_a_subfolder_is_removed_and_said(scratch: Path) -> None:
+    make_repository(scratch / "repository")
+    workspace = scratch / "repository" / "src"
+    workspace.mkdir()
+    bash = bash_in(workspace, scratch)
+
+    output = run(bash, "git init -q && chmod 000 .git/objects && echo made")
+
+    assert output.startswith("made\n")
+    assert output.endswith(
+        f"[sandbox] the command made a .git here, which would shadow the repository at "
+        f"{scratch / 'repository'} for git run here later; the agent removed it"
+    )
+    assert not os.path.lexists(workspace / ".git")
+
+
+@needs_sandbox
+@needs_git
+def test_a_git_the_user_makes_between_commands_is_left_alone(scratch: Path) -> None:
+    make_repository(scratch / "repository")
+    workspace = scratch / "repository" / "src"
+    workspace.mkdir()
+    bash = bash_in(workspace, scratch)
+    make_repository(workspace)  # the user, outside the sandbox, after the session began
+
+    output = run(bash, "echo hello")
+
+    assert "[sandbox]" not in output
+    assert (workspace / ".git").is_dir()
+
+
+@needs_sandbox
+@needs_git
+def test_a_workspace_outside_any_repository_keeps_the_git_a_command_makes(
+    scratch: Path,
+) -> None:
+    workspace = scratch / "plain"
+    workspace.mkdir()
+    bash = bash_in(workspace, scratch)
+
+    output = run(bash, "git init -q && echo made")
+
+    assert "[sandbox]" not in output
+    assert (workspace / ".git").is_dir()
+
+
+# A .git link --------------------------------------------------------------------------------
+
+
+@needs_sandbox
+@needs_git
+@pytest.mark.parametrize(
+    "replace",
+    ["rm .git && git init -q", "rm .git && ln -s /var/tmp .git", "rm .git && echo x > .git"],
+    ids=["a folder", "another link", "a file"],
+)
+def test_a_git_link_a_command_replaces_is_put_back(scratch: Path, replace: str) -> None:
+    target = make_repository(scratch / "elsewhere")
+    workspace = scratch / "workspace"
+    workspace.mkdir()
+    (workspace / ".git").symlink_to(target)
+    bash = bash_in(workspace, scratch)
+
+    output = run(bash, replace)
+    again = run(bash, "true")
+
+    assert output.endswith(
+        f"[sandbox] the command replaced the .git link (to {target}); the agent removed what "
+        "replaced it and put the link back"
+    )
+    assert (workspace / ".git").readlink() == target
+    assert "[sandbox]" not in again
+
+
+@needs_sandbox
+@needs_git
+def test_a_git_link_the_user_changes_between_commands_is_left_alone(scratch: Path) -> None:
+    target = make_repository(scratch / "elsewhere")
+    other = make_repository(scratch / "other")
+    workspace = scratch / "workspace"
+    workspace.mkdir()
+    (workspace / ".git").symlink_to(target)
+    bash = bash_in(workspace, scratch)
+    (workspace / ".git").unlink()
+    (workspace / ".git").symlink_to(other)
+
+    output = run(bash, "true")
+
+    assert "[sandbox]" not in output
+    assert (workspace / ".git").readlink() == other
+
+
+@needs_sandbox
+@needs_git
+def test_read_only_and_an_ordinary_git_folder_need_no_watch(scratch: Path) -> None:
+    make_repository(scratch / "repository")
+    workspace = scratch / "repository" / "src"
+    workspace.mkdir()
+
+    assert git_marker_watch(workspace) is not None
+    assert git_marker_watch(scratch / "repository") is None
+    output = run(bash_in(workspace, scratch, "read-only"), "git init -q; echo done")
+    assert "[sandbox] the command made" not in output
+    assert not os.path.lexists(workspace / ".git")  # read-only: it could not make one
+
+
+# Finding the repository folder ----------------------------------------------------------------
+
+
+@needs_git
+def test_a_git_file_names_its_git_directory_and_common_directory(scratch: Path) -> None:
+    main = make_repository(scratch / "main")
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-C",
+            str(main.parent),
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "first",
+        ],
+        check=True,
+    )
+    subprocess.run(
+        ["git", "-C", str(main.parent), "worktree", "add", "-q", str(scratch / "linked")],
+        check=True,
+    )
+
+    repository = repository_at(scratch / "linked")
+
+    assert repository is not None
+    assert repository.folders == (
+        (scratch / "linked" / ".git").resolve(),
+        (main / "worktrees" / "linked").resolve(),
+        main.resolve(),
+    )
+
+
+@pytest.mark.parametrize(
+    "content", ["", "not a pointer\n", "gitdir:\n", "gitdir: missing\n", "\n\n"]
+)
+def test_a_git_file_that_points_nowhere_names_only_itself(scratch: Path, content: str) -> None:
+    (scratch / ".git").write_text(content)
+
+    repository = repository_at(scratch)
+
+    assert repository is not None
+    assert repository.folders == ((scratch / ".git").resolve(),)
+
+
+def test_no_git_is_no_repository_and_the_nearest_above_is_the_enclosing_one(
+    scratch: Path,
+) -> None:
+    (scratch / "a" / ".git").mkdir(parents=True)
+    (scratch / "a" / "b" / ".git").mkdir(parents=True)
+    (scratch / "a" / "b" / "c").mkdir()
+
+    assert repository_at(scratch / "a" / "b" / "c") is None
+    enclosing = enclosing_repository(scratch / "a" / "b" / "c")
+    assert enclosing is not None
+    assert enclosing.top == scratch / "a" / "b"
+
+
+@needs_sandbox
+@pytest.mark.parametrize("pointer", ["gitdir: .\n", "gitdir: ..\n"], ids=["itself", "parent"])
+def test_a_git_file_naming_a_folder_holding_the_workspace_leaves_it_writable(
+    scratch: Path, pointer: str
+) -> None:
+    workspace = scratch / "workspace"
+    workspace.mkdir()
+    (workspace / ".git").write_text(pointer)
+    bash = bash_in(workspace, scratch)
+
+    output = run(bash, "echo ok > ok.txt && echo x > .git")
+
+    assert (workspace / "ok.txt").read_text() == "ok\n"
+    assert "Device or resource busy" in output or "Read-only file system" in output
+    assert (workspace / ".git").read_text() == pointer
