@@ -19,6 +19,7 @@ from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.config import Settings
 from agent_tutorial.core.model import ModelClient
 from agent_tutorial.features.compaction.budget import WindowSize
+from agent_tutorial.features.masked_replies import MaskedReplies
 from agent_tutorial.features.redaction import Redactor
 
 
@@ -82,4 +83,5 @@ def open_model_client(
         max_tool_argument_bytes=settings.max_tool_argument_bytes,
         wire=wire_options(settings),
     )
-    return opened.enter_context(adapter)
+    # The demo writes no secret; an endpoint's model may write one it was given.
+    return MaskedReplies(opened.enter_context(adapter), redactor)
