@@ -469,18 +469,15 @@ def test_a_word_longer_than_the_hold_is_shown_as_it_comes() -> None:
     assert shown + mask.finish() == word
 
 
-def test_a_token_still_growing_past_the_hold_is_masked_as_it_stands() -> None:
+@pytest.mark.parametrize(
+    ("length", "shown"),
+    [
+        (ANSWER_HOLD_CHARS, ""),  # as long as the hold: still waits for its end
+        (ANSWER_HOLD_CHARS + 1, "[REDACTED:api_key]"),  # longer: masked as it stands
+    ],
+)
+def test_a_token_still_growing_waits_for_its_end_up_to_the_hold(length: int, shown: str) -> None:
     mask = AnswerMask(Redactor({}))
 
-    shown = feed_in_pieces(mask, "sk-" + "a" * (ANSWER_HOLD_CHARS + 100))
-
-    assert shown.startswith("[REDACTED:api_key]")
-
-
-def test_a_token_within_the_hold_waits_for_its_end() -> None:
-    mask = AnswerMask(Redactor({}))
-
-    shown = feed_in_pieces(mask, "key sk-" + "a" * (ANSWER_HOLD_CHARS - 100))
-
-    assert shown == "key "
-    assert mask.finish() == "[REDACTED:api_key]"
+    assert feed_in_pieces(mask, "sk-" + "a" * (length - 3)) == shown
+    assert mask.finish() == ("[REDACTED:api_key]" if not shown else "")

@@ -309,6 +309,7 @@ ANSWER_HOLD_CHARS = 4096
 longer word is shown as it stands, masked, so a reply without spaces does not stall, and
 each piece costs at most one scan of this much."""
 _BEARER_BEFORE = re.compile(r"(?i:bearer)[ \t]+\Z")
+_SPACE_BEFORE_LAST_WORD = re.compile(r"\s\S*\Z")
 _PEM_OPENING = "-----BEGIN"
 
 
@@ -319,7 +320,8 @@ def held_tail_start(text: str, start: int, known: Collection[str]) -> int:
     that is the beginning of a known value (which may hold a space)."""
     end = len(text)
     start = max(start, end - ANSWER_HOLD_CHARS)
-    word = end if text[end - 1 : end].isspace() else _last_space(text, start) + 1
+    space = _SPACE_BEFORE_LAST_WORD.search(text, start)
+    word = start if space is None else space.start() + 1
     held = word
     bearer = _BEARER_BEFORE.search(text, start, word)
     if bearer is not None:
@@ -328,15 +330,6 @@ def held_tail_start(text: str, start: int, known: Collection[str]) -> int:
     if pem != -1:
         held = min(held, pem)
     return min([held, *(end - _begun(text, start, value) for value in known)])
-
-
-def _last_space(text: str, start: int) -> int:
-    """The position of the last whitespace character of `text` after `start`, or
-    `start - 1`."""
-    for position in range(len(text) - 1, start - 1, -1):
-        if text[position].isspace():
-            return position
-    return start - 1
 
 
 def _begun(text: str, start: int, value: str) -> int:
