@@ -371,6 +371,7 @@ ANSWER_SECRETS = {"sk-test-secret-0123456789": "OPENAI_API_KEY", PASSPHRASE: "VA
         # the end, by the mask while it grows.
         ("-----BEGIN RSA PRIVATE KEY-----\nMII", "MII"),
         ("-----BEGIN X\nsaid. ", ""),  # the header's line is over
+        ("MII\n-----END RSA PRIV", "-----END RSA PRIV"),  # the block's end, on its line
         ("the word is correct hor", "correct hor"),  # a known value with spaces, begun
         ("the word is correct ", "correct "),
         ("it is correct horse battery staple", "staple"),  # whole: only the word is held
@@ -415,6 +416,12 @@ def test_a_streamed_answer_is_masked_as_the_whole_text_is_whatever_the_pieces(
     _, shown = masked_as_streamed(ANSWER_WITH_SECRETS, cuts)
 
     assert shown == Redactor(ANSWER_SECRETS).redact(ANSWER_WITH_SECRETS).text
+
+
+def test_the_answer_cut_once_anywhere_is_masked_as_the_whole_text_is() -> None:
+    whole = Redactor(ANSWER_SECRETS).redact(ANSWER_WITH_SECRETS).text
+    for cut in range(len(ANSWER_WITH_SECRETS)):
+        assert masked_as_streamed(ANSWER_WITH_SECRETS, [cut])[1] == whole, cut
 
 
 def test_each_secret_split_at_every_point_is_masked_whole() -> None:

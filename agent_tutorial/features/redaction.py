@@ -310,14 +310,14 @@ longer word is shown as it stands, masked, so a reply without spaces does not st
 each piece costs at most one scan of this much."""
 _BEARER_BEFORE = re.compile(r"(?i:bearer)[ \t]+\Z")
 _SPACE_BEFORE_LAST_WORD = re.compile(r"\s\S*\Z")
-_PEM_OPENING = "-----BEGIN"
+_PEM_MARKER = "-----"  # a PEM block's BEGIN and END lines
 
 
 def held_tail_start(text: str, start: int, known: Collection[str]) -> int:
     """Where the end of `text` (from `start`) that may still grow into a secret begins, or
     `len(text)` when none may: the word still being written (no token shape holds a space),
-    with a `Bearer ` before it, a PEM header still being written on its line, and an end
-    that is the beginning of a known value (which may hold a space)."""
+    with a `Bearer ` before it, a PEM block's BEGIN or END line still being written, and an
+    end that is the beginning of a known value (which may hold a space)."""
     end = len(text)
     start = max(start, end - ANSWER_HOLD_CHARS)
     space = _SPACE_BEFORE_LAST_WORD.search(text, start)
@@ -326,7 +326,7 @@ def held_tail_start(text: str, start: int, known: Collection[str]) -> int:
     bearer = _BEARER_BEFORE.search(text, start, word)
     if bearer is not None:
         held = bearer.start()
-    pem = text.find(_PEM_OPENING, max(text.rfind("\n", start) + 1, start))
+    pem = text.find(_PEM_MARKER, max(text.rfind("\n", start) + 1, start))
     if pem != -1:
         held = min(held, pem)
     return min([held, *(end - _begun(text, start, value) for value in known)])
@@ -383,8 +383,8 @@ class AnswerMask:
 
 
 def _may_grow(match: re.Match[str], text: str, hold_from: int) -> bool:
-    """A match that crosses the hold line, or that only whitespace follows (a PEM block's
-    next line, or the rest of a known value with a space in it, may be on its way), unless
-    it is already longer than anything held."""
-    growing = match.end() > hold_from or not text[match.end() :].strip()
+    """A match that crosses the hold line, or that only whitespace separates from it (a PEM
+    block's next line, or the rest of a known value with a space in it, may be on its way),
+    unless it is already longer than anything held."""
+    growing = match.end() > hold_from or not text[match.end() : hold_from].strip()
     return growing and match.end() - match.start() <= ANSWER_HOLD_CHARS
