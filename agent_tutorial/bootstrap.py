@@ -64,6 +64,7 @@ from agent_tutorial.features.context_window import (
     WindowFromOverflow,
     request_utf8_bytes,
 )
+from agent_tutorial.features.masked_replies import MaskedReplies
 from agent_tutorial.features.project_instructions import (
     ProjectInstructions,
     read_project_instructions,
@@ -292,7 +293,10 @@ class AgentDeps:
 def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     """Tools first, then the guards around them, then what each later chapter adds; the
     runner is built last, once every part it is given exists."""
-    deps = replace(deps, model=reading_text_calls(deps.model, deps.settings, deps.events))
+    redactor = secret_redactor(deps.settings, deps.root)
+    # Outside the text-call reader: what the model writes is masked, a call's arguments not.
+    masked = MaskedReplies(reading_text_calls(deps.model, deps.settings, deps.events), redactor)
+    deps = replace(deps, model=masked)
     tools = ToolRegistry(max_argument_bytes=deps.settings.max_tool_argument_bytes)
     agent = Agent(
         runner=AgentRunner(deps.model, tools),  # replaced below once every part exists
@@ -302,7 +306,6 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         project_root=deps.root,
         context_meter=ContextMeter(context_window(deps.settings)),
     )
-    redactor = secret_redactor(deps.settings, deps.root)
     _add_core_tools(profile, tools, deps, redactor)
     hooks = _hooks(profile, deps, redactor)
     guards, turn_guards = _guards(profile, deps, hooks)

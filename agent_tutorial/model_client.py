@@ -19,7 +19,6 @@ from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.config import Settings
 from agent_tutorial.core.model import ModelClient
 from agent_tutorial.features.compaction.budget import WindowSize
-from agent_tutorial.features.masked_replies import MaskedReplies
 from agent_tutorial.features.redaction import Redactor
 
 
@@ -83,5 +82,4 @@ def open_model_client(
         max_tool_argument_bytes=settings.max_tool_argument_bytes,
         wire=wire_options(settings),
     )
-    # The demo writes no secret; an endpoint's model may write one it was given.
-    return MaskedReplies(opened.enter_context(adapter), redactor)
+    return opened.enter_context(adapter)

@@ -448,3 +448,25 @@ def test_an_answer_without_a_secret_is_written_as_the_model_wrote_it(
 
     assert run.exit_code == 0, run.stderr
     assert run.stdout == almost + "\n"
+
+
+@pytest.mark.parametrize("tool_calls", ["native", "text"])
+def test_a_call_the_model_writes_with_a_secret_runs_as_written(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, tool_calls: str
+) -> None:
+    arguments = {"path": "key.txt", "content": f"token={FILE_TOKENS['github_token']}"}
+    write = (
+        tool_stream([("c1", "write_file", arguments)])
+        if tool_calls == "native"
+        else text_stream(
+            f"<tool_call>\n{json.dumps({'name': 'write_file', 'arguments': arguments})}\n"
+            "</tool_call>"
+        )
+    )
+    loopback.queue(write, text_stream(f"wrote {FILE_TOKENS['github_token']}"))
+
+    run = run_cli("run", "-c", "2", "-y", "-p", "x", "--tool-calls", tool_calls)
+
+    assert run.exit_code == 0, run.stderr
+    assert (workspace / "key.txt").read_text() == f"token={FILE_TOKENS['github_token']}"
+    assert run.stdout == "wrote [REDACTED:github_token]\n"

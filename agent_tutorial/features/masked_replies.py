@@ -3,7 +3,8 @@ the streamed answer (the terminal, stream-json), and the reply's text as canonic
 the session log and the JSON result record it. A model can write a secret it was given in
 a prompt or read where redaction could not see it; the README promises it is masked.
 
-Tool calls' arguments are not touched: a call runs as the model wrote it.
+Tool calls' arguments are not touched: a call runs as the model wrote it. So this wraps the
+reader of calls written as text (`adapters.text_tool_calls`), never the other way round.
 """
 
 from __future__ import annotations
