@@ -1,9 +1,14 @@
-"""The terminal approval prompt: shows a tool call and asks yes / no / always-for-this-session."""
+"""The terminal approval prompt: shows a tool call and asks yes / no / always-for-this-session.
+
+The question and the call's first line are on the screen together: a subject (a command)
+too long for the terminal is shown by its first lines and its line count, and the user can
+answer `v` to see it whole before deciding."""
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -15,6 +20,7 @@ from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
 from agent_tutorial.core.text import printable
 
 PROMPT = "Allow? [y]es / [n]o / [a]lways this session (Enter = no): "
+PROMPT_WITH_VIEW = "Allow? [y]es / [n]o / [a]lways this session / [v]iew all (Enter = no): "
 MAX_SHOWN_LINES = 12
 MAX_SHOWN_CHARS = 800
 MAX_ATTEMPTS = 3
@@ -27,6 +33,7 @@ _ANSWERS: dict[str, ApprovalAnswer] = {
     "a": "always",
     "always": "always",
 }
+_VIEW_ANSWERS = ("v", "view")
 
 
 class TerminalApprover:
@@ -44,10 +51,12 @@ class TerminalApprover:
         self.read_line = read_line or self._read_from_console
 
     def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        self.console.print(describe_request(request))
+        shown = self._fitting_panel(request)
+        self.console.print(shown.panel)
+        prompt = PROMPT if shown.whole else PROMPT_WITH_VIEW
         for _ in range(MAX_ATTEMPTS):
             try:
-                line = self.read_line(PROMPT)
+                line = self.read_line(prompt)
             except EOFError:
                 self.console.print("no")
                 return "no"
@@ -60,15 +69,49 @@ class TerminalApprover:
             answer = _ANSWERS.get(text)
             if answer is not None:
                 return answer
-            self.console.print(f"Please answer y, n or a (got {line.strip()!r}).", markup=False)
+            if text in _VIEW_ANSWERS and not shown.whole:
+                # The whole call, then the short one again: its first line is back on the
+                # screen with the question.
+                self.console.print(describe_request(request))
+                self.console.print(shown.panel)
+                continue
+            choices = "y, n or a" if shown.whole else "y, n, a or v"
+            self.console.print(f"Please answer {choices} (got {line.strip()!r}).", markup=False)
         return "no"
+
+    def _fitting_panel(self, request: ApprovalRequest) -> ShownRequest:
+        """The call as it fits above the question on this terminal: whole when it does,
+        else the longest start of its subject that does, cut at a line's end."""
+        height = self.console.size.height
+        budget = height - _rows(self.console, Text(PROMPT_WITH_VIEW))
+        whole = describe_request(request)
+        if _rows(self.console, whole) + _rows(self.console, Text(PROMPT)) <= height:
+            return ShownRequest(whole, whole=True)
+        subject = request.subject
+        end = longest_fitting_prefix(
+            len(subject),
+            lambda length: (
+                _rows(self.console, describe_request(request, shown_subject=length)) <= budget
+            ),
+        )
+        return ShownRequest(
+            describe_request(request, shown_subject=at_line_end(subject, end)), whole=False
+        )
 
     def _read_from_console(self, prompt: str) -> str:
         return self.console.input(Text(prompt, style="bold"))  # Text: "[y]" is not markup
 
 
-def describe_request(request: ApprovalRequest) -> Panel:
-    """The call as the user sees it: the subject in full, other long values abbreviated.
+@dataclass(frozen=True, slots=True)
+class ShownRequest:
+    panel: Panel
+    whole: bool
+    """False: the subject was cut to fit, and `v` shows it whole."""
+
+
+def describe_request(request: ApprovalRequest, *, shown_subject: int | None = None) -> Panel:
+    """The call as the user sees it: the subject in full (or its first `shown_subject`
+    characters, with its line count and size), other long values abbreviated.
 
     Everything is plain `Text`, so brackets in a command are never read as rich markup,
     and control characters are shown escaped, so an escape sequence in a command cannot
@@ -84,12 +127,54 @@ def describe_request(request: ApprovalRequest) -> Panel:
         shown = _as_text(value)
         if shown != request.subject:
             shown = _abbreviate(shown)
+        elif shown_subject is not None:
+            shown = _first_part(shown, shown_subject)
         shown = printable(shown)
         if "\n" in shown:  # a multi-line value starts on its own line, indented
             shown = "\n" + textwrap.indent(shown, "  ")
         body.append(shown)
     title = Text(f"{printable(request.tool_name)} wants permission", style="bold yellow")
     return Panel(body, title=title, title_align="left", border_style="yellow")
+
+
+def longest_fitting_prefix(length: int, fits: Callable[[int], bool]) -> int:
+    """The largest `n` in 1..`length` with `fits(n)`, for a `fits` that holds up to some
+    point and not after it; 1 when none does (a line is shown however small the screen)."""
+    low, high = 1, length
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def at_line_end(text: str, end: int) -> int:
+    """`end`, moved back to the end of the last whole line before it when it falls inside
+    a line that is not the first."""
+    if end == len(text) or text[end] == "\n":
+        return end
+    newline = text.rfind("\n", 0, end)
+    return end if newline == -1 else newline
+
+
+def _first_part(text: str, end: int) -> str:
+    """`text[:end]` between its line count and size and what is left out."""
+    lines = text.count("\n") + 1
+    shown = text[:end].count("\n") + 1
+    plural = "" if lines == 1 else "s"
+    head = f"({lines:,} line{plural}, {len(text.encode()):,} bytes; v shows it all)"
+    more = f"{lines - shown:,} more line{'' if lines - shown == 1 else 's'}"
+    if end == len(text) or text[end] == "\n":
+        return f"{head}\n{text[:end]}\n… {more}"
+    rest = "the rest of this line" + (f" and {more}" if lines > shown else "")
+    return f"{head}\n{text[:end]}\n… {rest}"
+
+
+def _rows(console: Console, renderable: Panel | Text) -> int:
+    """How many terminal rows `renderable` takes on `console`."""
+    return len(console.render_lines(renderable, console.options, pad=False))
 
 
 def _as_text(value: Any) -> str:

@@ -66,6 +66,7 @@ from agent_tutorial.features.context_window import (
     WindowFromOverflow,
     request_utf8_bytes,
 )
+from agent_tutorial.features.masked_replies import MaskedReplies
 from agent_tutorial.features.project_instructions import (
     ProjectInstructions,
     read_project_instructions,
@@ -305,7 +306,10 @@ class _Parts:
 def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     """Tools first, then the guards around them, then what each later chapter adds; the
     runner is built last, once every part it is given exists."""
-    deps = replace(deps, model=reading_text_calls(deps.model, deps.settings, deps.events))
+    redactor = deps.redactor or secret_redactor(deps.settings, deps.project.root, {})
+    # Outside the text-call reader: what the model writes is masked, a call's arguments not.
+    masked = MaskedReplies(reading_text_calls(deps.model, deps.settings, deps.events), redactor)
+    deps = replace(deps, model=masked, redactor=redactor)
     agent = Agent(
         profile=profile,
         events=deps.events,

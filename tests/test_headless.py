@@ -485,3 +485,83 @@ def test_a_held_reply_is_waited_on_visibly_through_the_cli(
     assert [line["type"] for line in before[-2:]] == ["turn_started", "system"]
     assert before[-1]["elapsed_s"] >= 0.2 and before[-1]["turn"] == 1
     assert after[-1]["result"] == "worth the wait"
+
+
+# A provider reply nested deeper than the JSON decoder goes (issue 27): a provider error.
+DEEP = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+DEEP_CHUNK = (
+    b'{"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": '
+    b'[{"index": 0, "delta": {"content": "hi"}, "finish_reason": null}], "extra": ' + DEEP + b"}"
+)
+DEEP_COMPLETION = (
+    b'{"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": '
+    b'[{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": '
+    b'"stop"}], "extra": ' + DEEP + b"}"
+)
+
+
+def deep_stream() -> Reply:
+    return Reply(raw_stream=lambda: iter([b"data: " + DEEP_CHUNK + b"\n\n", b"data: [DONE]\n\n"]))
+
+
+@pytest.mark.parametrize(
+    ("reply", "stream", "what"),
+    [
+        (deep_stream, "true", "a stream event"),
+        (lambda: Reply(raw_body=DEEP_COMPLETION), "false", "a reply"),
+    ],
+    ids=["streamed", "whole"],
+)
+def test_json_on_a_reply_nested_too_deeply_is_one_error_result_and_exit_1(
+    run_cli: RunCli,
+    loopback: LoopbackServer,
+    reply: Callable[[], Reply],
+    stream: str,
+    what: str,
+) -> None:
+    loopback.queue(reply())
+
+    result = run_cli(
+        "run",
+        "-c",
+        "2",
+        "-p",
+        "go",
+        "--output-format",
+        "json",
+        env={"AGENT_TUTORIAL_STREAM": stream},
+    )
+
+    record = json_result(result)
+    assert result.exit_code == 1
+    assert record["is_error"] is True and record["subtype"] == "error_during_execution"
+    assert record["error"] == f"the endpoint sent {what} nested too deeply to read as JSON"
+    assert "Traceback" not in result.stderr and "RecursionError" not in result.stderr
+
+
+def test_stream_json_on_a_reply_nested_too_deeply_ends_with_an_error_result(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(deep_stream())
+
+    result = run_cli("run", "-c", "2", "-p", "go", "--output-format", "stream-json")
+
+    lines = stream_lines(result)
+    assert result.exit_code == 1
+    assert lines[-1]["type"] == "result" and lines[-1]["is_error"] is True
+    assert "nested too deeply" in lines[-1]["error"]
+
+
+def test_text_on_a_reply_nested_too_deeply_is_one_error_line(
+    run_cli_process: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(deep_stream())
+
+    result = run_cli_process("run", "-c", "2", "-p", "go")
+
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: the endpoint sent a stream event nested too deeply to read as JSON"
+    )
+    assert "Traceback" not in result.stderr

@@ -15,7 +15,13 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from agent_tutorial.adapters.filesystem import Workspace
-from agent_tutorial.approval import TerminalApprover
+from agent_tutorial.approval import (
+    PROMPT,
+    PROMPT_WITH_VIEW,
+    TerminalApprover,
+    at_line_end,
+    longest_fitting_prefix,
+)
 from agent_tutorial.core.loop import AgentRunner
 from agent_tutorial.core.messages import ToolMessage, tool_call, validate_tool_pairing
 from agent_tutorial.core.permissions import (
@@ -736,10 +742,10 @@ def scripted_lines(
 
 
 def make_approver(
-    *lines: str | type[BaseException],
+    *lines: str | type[BaseException], width: int = 100, height: int = 100
 ) -> tuple[TerminalApprover, io.StringIO, list[str]]:
     output = io.StringIO()
-    console = Console(file=output, width=100, color_system=None)
+    console = Console(file=output, width=width, height=height, color_system=None)
     prompts, read_line = scripted_lines(*lines)
     return TerminalApprover(console, read_line=read_line), output, prompts
 
@@ -804,13 +810,100 @@ def test_three_unclear_answers_mean_no() -> None:
     assert len(prompts) == 3
 
 
-def test_bash_command_is_shown_in_full() -> None:
+def test_a_bash_command_that_fits_on_the_screen_is_shown_in_full() -> None:
     script = "\n".join(f"echo step{n}" for n in range(30))
-    approver, output, _ = make_approver("n")
+    approver, output, prompts = make_approver("n", height=35)  # 30 lines, 4 of panel, 1 prompt
     approver.approve(request(command=script))
     shown = output.getvalue()
     assert "bash wants permission" in shown
     assert all(f"echo step{n}" in shown for n in range(30))
+    assert "v shows it all" not in shown
+    assert prompts == [PROMPT]
+
+
+def test_a_bash_command_one_line_too_long_for_the_screen_shows_its_first_lines() -> None:
+    script = "\n".join(f"echo step{n}" for n in range(30))
+    approver, output, prompts = make_approver("n", height=34)
+
+    approver.approve(request(command=script))
+
+    shown = output.getvalue()
+    assert f"(30 lines, {len(script):,} bytes; v shows it all)" in shown
+    assert "echo step0" in shown and "echo step26" in shown and "echo step27" not in shown
+    assert "… 3 more lines" in shown
+    assert len(shown.splitlines()) + 1 == 34  # the panel and the question fill the screen
+    assert prompts == [PROMPT_WITH_VIEW]
+
+
+LONG_SCRIPT = "\n".join(f"echo step{n} and some words to make the line long" for n in range(120))
+
+
+@pytest.mark.parametrize("width", [80, 40])
+def test_a_120_line_command_fits_above_the_question_with_its_line_count(width: int) -> None:
+    approver, output, _ = make_approver("n", width=width, height=30)
+
+    assert approver.approve(request(command=LONG_SCRIPT)) == "no"
+
+    shown = output.getvalue().splitlines()
+    question_rows = -(-len(PROMPT_WITH_VIEW) // width)
+    assert len(shown) - 1 + question_rows <= 30  # the prompt line is the last one written
+    text = " ".join(" ".join(shown).split())
+    assert "(120 lines, " in text and "echo step0 and some words" in text
+    assert "echo step119" not in text and "more lines" in text
+
+
+def test_v_shows_the_whole_command_then_its_first_lines_again_with_the_question() -> None:
+    approver, output, prompts = make_approver("v", "y", width=80, height=30)
+
+    assert approver.approve(request(command=LONG_SCRIPT)) == "yes"
+
+    shown = output.getvalue()
+    assert all(f"echo step{n} " in shown for n in range(120))
+    after_the_whole = shown[shown.index("echo step119") :]
+    assert "(120 lines, " in after_the_whole and "echo step0 " in after_the_whole
+    assert prompts == [PROMPT_WITH_VIEW, PROMPT_WITH_VIEW]
+
+
+def test_v_is_not_an_answer_when_the_whole_call_is_shown() -> None:
+    approver, output, prompts = make_approver("v", "n")
+
+    assert approver.approve(request(command="ls")) == "no"
+
+    assert "Please answer y, n or a (got 'v')." in output.getvalue()
+    assert len(prompts) == 2
+
+
+def test_a_single_line_too_long_for_the_screen_is_cut_inside_it() -> None:
+    approver, output, _ = make_approver("n", width=40, height=12)
+
+    approver.approve(request(command="x" * 3000))
+
+    shown = output.getvalue()
+    words = " ".join(shown.replace("│", " ").split())
+    assert "(1 line, 3,000 bytes; v shows it all)" in words
+    assert "… the rest of this line" in words
+    assert len(shown.splitlines()) + 2 <= 12  # the question takes two rows of 40
+
+
+@pytest.mark.parametrize(("limit", "found"), [(0, 1), (1, 1), (7, 7), (9, 9), (10, 10)])
+def test_the_longest_fitting_prefix_is_found_on_both_sides_of_the_limit(
+    limit: int, found: int
+) -> None:
+    assert longest_fitting_prefix(10, lambda length: length <= limit) == found
+
+
+@pytest.mark.parametrize(
+    ("end", "moved"),
+    [
+        (3, 3),  # inside the first line: stays
+        (5, 5),  # at a line's end
+        (6, 5),  # just inside the second line: back to the first's end
+        (11, 5),
+        (12, 12),  # the whole text
+    ],
+)
+def test_a_cut_moves_back_to_the_end_of_the_last_whole_line(end: int, moved: int) -> None:
+    assert at_line_end("first\nsecond", end) == moved
 
 
 def test_long_file_content_is_abbreviated() -> None:

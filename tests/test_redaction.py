@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agent_tutorial.core.messages import tool_call, user_message
+from agent_tutorial.core.model import ModelRequest
 from agent_tutorial.core.tools import ToolResult
+from agent_tutorial.features.masked_replies import MaskedReplies
 from agent_tutorial.features.redaction import (
+    ANSWER_HOLD_CHARS,
     MAX_HELD_CHARS,
     STREAM_BATCH_CHARS,
+    AnswerMask,
     Redacted,
     Redactor,
+    held_tail_start,
     known_secrets,
     looks_secret,
 )
+from agent_tutorial.testing import ScriptedModel, text_reply, tool_reply
 
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
 OPENAI_KEY = "sk-proj-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2"
@@ -326,3 +335,145 @@ def test_a_growing_token_is_held_back_up_to_the_limit_then_masked_as_it_stands(
     token = "ghp_" + "A" * (token_chars - 4)
 
     assert stream.feed("x " + token) + stream.feed("BBBB") + stream.finish() == out
+
+
+# --- what the model writes, masked as it streams (issue 27) ---------------------------------
+
+PASSPHRASE = "correct horse battery staple"
+ANSWER_SECRETS = {"sk-test-secret-0123456789": "OPENAI_API_KEY", PASSPHRASE: "VAULT_PASSWORD"}
+
+
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        ("", ""),
+        ("done. ", ""),  # ends between words: nothing may still grow
+        ("done.\n", ""),
+        ("the key is sk-te", "sk-te"),  # the word still being written
+        ("x", "x"),
+        ("use Bearer ", "Bearer "),  # a token may follow
+        ("use Bearer abc", "Bearer abc"),
+        ("use bearer\tab", "bearer\tab"),
+        ("bearer  and more ", ""),
+        ("key:\n-----BEGIN RSA PRIV", "-----BEGIN RSA PRIV"),  # a PEM header on its line
+        # The header is whole: the word is held here, and the block, a match that reaches
+        # the end, by the mask while it grows.
+        ("-----BEGIN RSA PRIVATE KEY-----\nMII", "MII"),
+        ("-----BEGIN X\nsaid. ", ""),  # the header's line is over
+        ("MII\n-----END RSA PRIV", "-----END RSA PRIV"),  # the block's end, on its line
+        ("the word is correct hor", "correct hor"),  # a known value with spaces, begun
+        ("the word is correct ", "correct "),
+        ("it is correct horse battery staple", "staple"),  # whole: only the word is held
+    ],
+)
+def test_only_an_end_that_may_still_grow_into_a_secret_is_held(text: str, held: str) -> None:
+    start = held_tail_start(text, 0, tuple(ANSWER_SECRETS))
+
+    assert text[start:] == held
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "held"),
+    [
+        ("said sk-te", 8, 8),  # the word began before what is left
+        ("-----BEGIN RSA", 3, 11),  # so did the header: only the last word is held
+        ("correct hor", 4, 8),  # and the known value
+        ("Bearer x", 3, 7),
+    ],
+)
+def test_what_was_already_passed_on_is_never_held_again(text: str, start: int, held: int) -> None:
+    assert held_tail_start(text, start, (PASSPHRASE,)) == held
+
+
+ANSWER_WITH_SECRETS = (
+    "Your key is sk-test-secret-0123456789, the vault says correct horse battery staple, "
+    f"and the token {GITHUB_TOKEN} came with Bearer abcDEF123456789xyz.\n{PEM_BLOCK}\nDone."
+)
+
+
+def masked_as_streamed(text: str, cuts: list[int]) -> tuple[list[str], str]:
+    mask = AnswerMask(Redactor(ANSWER_SECRETS))
+    bounds = [0, *sorted(set(cuts)), len(text)]
+    shown = [mask.feed(text[start:end]) for start, end in itertools.pairwise(bounds)]
+    return shown, "".join(shown) + mask.finish()
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(ANSWER_WITH_SECRETS)), max_size=40))
+def test_a_streamed_answer_is_masked_as_the_whole_text_is_whatever_the_pieces(
+    cuts: list[int],
+) -> None:
+    _, shown = masked_as_streamed(ANSWER_WITH_SECRETS, cuts)
+
+    assert shown == Redactor(ANSWER_SECRETS).redact(ANSWER_WITH_SECRETS).text
+
+
+def test_the_answer_cut_once_anywhere_is_masked_as_the_whole_text_is() -> None:
+    whole = Redactor(ANSWER_SECRETS).redact(ANSWER_WITH_SECRETS).text
+    for cut in range(len(ANSWER_WITH_SECRETS)):
+        assert masked_as_streamed(ANSWER_WITH_SECRETS, [cut])[1] == whole, cut
+
+
+def test_each_secret_split_at_every_point_is_masked_whole() -> None:
+    for secret in ANSWER_SECRETS:
+        text = f"it is {secret} here"
+        for cut in range(len(text)):
+            _, shown = masked_as_streamed(text, [cut])
+            assert shown == f"it is [REDACTED:{ANSWER_SECRETS[secret]}] here", cut
+
+
+def test_words_are_passed_on_as_they_end_not_when_the_answer_does() -> None:
+    shown, _ = masked_as_streamed("Here is the plan: first read, then", [5, 13, 26])
+
+    assert shown == ["Here ", "is the ", "plan: first ", "read, "]
+
+
+def test_a_reply_s_text_is_masked_in_the_message_and_the_stream() -> None:
+    streamed: list[str] = []
+    model = ScriptedModel([text_reply(f"the key: {TEST_KEY}. ok")])
+    replies = MaskedReplies(model, Redactor({TEST_KEY: "OPENAI_API_KEY"}))
+
+    reply = replies.complete(ModelRequest((user_message("key?"),), on_text=streamed.append))
+
+    assert reply.message.content == "the key: [REDACTED:OPENAI_API_KEY]. ok"
+    assert "".join(streamed) == reply.message.content
+
+
+def test_a_reply_without_a_secret_and_a_call_s_arguments_are_left_as_they_are() -> None:
+    call = tool_call("c1", "bash", f'{{"command": "echo {TEST_KEY}"}}')
+    model = ScriptedModel([text_reply("nothing secret"), tool_reply(call)])
+    replies = MaskedReplies(model, Redactor({TEST_KEY: "OPENAI_API_KEY"}))
+    request = ModelRequest((user_message("go"),))
+
+    assert replies.complete(request).message.content == "nothing secret"
+    assert replies.complete(request).message.tool_calls == (call,)
+
+
+TEST_KEY = "sk-test-secret-0123456789"
+
+
+def feed_in_pieces(mask: AnswerMask, text: str, size: int = 16) -> str:
+    return "".join(mask.feed(text[start : start + size]) for start in range(0, len(text), size))
+
+
+def test_a_word_longer_than_the_hold_is_shown_as_it_comes() -> None:
+    word = "x" * 10_000
+    mask = AnswerMask(Redactor({}))
+
+    shown = feed_in_pieces(mask, word)
+
+    assert len(word) - ANSWER_HOLD_CHARS <= len(shown) < len(word)
+    assert shown + mask.finish() == word
+
+
+@pytest.mark.parametrize(
+    ("length", "shown"),
+    [
+        (ANSWER_HOLD_CHARS, ""),  # as long as the hold: still waits for its end
+        (ANSWER_HOLD_CHARS + 1, "[REDACTED:api_key]"),  # longer: masked as it stands
+    ],
+)
+def test_a_token_still_growing_waits_for_its_end_up_to_the_hold(length: int, shown: str) -> None:
+    mask = AnswerMask(Redactor({}))
+
+    assert feed_in_pieces(mask, "sk-" + "a" * (length - 3)) == shown
+    assert mask.finish() == ("[REDACTED:api_key]" if not shown else "")

@@ -12,8 +12,9 @@ import orjson
 import pytest
 
 from agent_tutorial.adapters.sandbox import sandbox_available
-from tests.conftest import TEST_API_KEY, RunCli, write_state
+from tests.conftest import LOOPBACK_MODEL, TEST_API_KEY, RunCli, write_state
 from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
+from tests.terminal import run_on_two_terminals
 
 PLANTED_ENVIRONMENT = {
     "SERVICE_API_TOKEN": "planted-env-token-5f1c2e9a",
@@ -364,3 +365,108 @@ def test_an_api_key_the_server_echoes_in_its_error_is_masked_from_8_characters(
     assert run.exit_code == 1
     assert "Incorrect API key provided" in run.stderr
     assert (key in run.stderr) is not masked, run.stderr
+
+
+# --- what the model writes (issue 27) -------------------------------------------------------
+
+WRITTEN_SECRETS = f"the key {TEST_API_KEY}, the token {FILE_TOKENS['github_token']}, done"
+WRITTEN_MASKED = "the key [REDACTED:OPENAI_API_KEY], the token [REDACTED:github_token], done"
+
+
+def answer_with_secrets(loopback: LoopbackServer) -> None:
+    """The answer in pieces of 5 characters: each secret arrives split."""
+    loopback.queue(text_stream(WRITTEN_SECRETS, pieces=len(WRITTEN_SECRETS) // 5))
+
+
+def session_log_text(workspace: Path) -> str:
+    (log,) = (workspace / ".agent_tutorial" / "sessions").glob("*.jsonl")
+    return log.read_text(encoding="utf-8")
+
+
+def test_a_secret_the_model_writes_is_masked_on_stdout_and_in_the_session_log(
+    workspace: Path, loopback: LoopbackServer, run_cli_process: RunCli
+) -> None:
+    answer_with_secrets(loopback)
+
+    run = run_cli_process("run", "-c", "2", "-p", "what is my key?")
+
+    assert run.exit_code == 0, run.stderr
+    assert run.stdout == WRITTEN_MASKED + "\n"
+    assert WRITTEN_MASKED in session_log_text(workspace)
+    assert TEST_API_KEY not in session_log_text(workspace)
+
+
+def test_a_secret_the_model_writes_is_masked_in_the_json_result(
+    loopback: LoopbackServer, run_cli: RunCli
+) -> None:
+    answer_with_secrets(loopback)
+
+    run = run_cli("run", "-c", "2", "-p", "what is my key?", "--output-format", "json")
+
+    assert run.exit_code == 0, run.stderr
+    assert orjson.loads(run.stdout)["result"] == WRITTEN_MASKED
+
+
+def test_a_secret_the_model_writes_is_masked_in_every_stream_json_line(
+    loopback: LoopbackServer, run_cli: RunCli
+) -> None:
+    answer_with_secrets(loopback)
+
+    run = run_cli("run", "-c", "2", "-p", "what is my key?", "--output-format", "stream-json")
+
+    assert run.exit_code == 0, run.stderr
+    assert TEST_API_KEY not in run.stdout and FILE_TOKENS["github_token"] not in run.stdout
+    assert orjson.loads(run.stdout.splitlines()[-1])["result"] == WRITTEN_MASKED
+
+
+def test_a_secret_the_model_writes_is_masked_on_a_terminal(
+    workspace: Path, loopback: LoopbackServer
+) -> None:
+    answer_with_secrets(loopback)
+    env = {
+        "OPENAI_BASE_URL": loopback.base_url,
+        "OPENAI_API_KEY": TEST_API_KEY,
+        "AGENT_TUTORIAL_MODEL": LOOPBACK_MODEL,
+        "HOME": str(workspace.parent / "home"),
+    }
+
+    run = run_on_two_terminals(
+        ["run", "-c", "2", "-p", "key?", "--no-color"], cwd=workspace, env=env, columns=200
+    )
+
+    assert run.exit_code == 0
+    assert run.stdout.decode() == WRITTEN_MASKED + "\n"
+
+
+def test_an_answer_without_a_secret_is_written_as_the_model_wrote_it(
+    loopback: LoopbackServer, run_cli_process: RunCli
+) -> None:
+    almost = "sk-short, ghp_tooshort and a key's name: OPENAI_API_KEY"
+    loopback.queue(text_stream(almost, pieces=9))
+
+    run = run_cli_process("run", "-c", "2", "-p", "x")
+
+    assert run.exit_code == 0, run.stderr
+    assert run.stdout == almost + "\n"
+
+
+@pytest.mark.parametrize("tool_calls", ["native", "text"])
+def test_a_call_the_model_writes_with_a_secret_runs_as_written(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, tool_calls: str
+) -> None:
+    arguments = {"path": "key.txt", "content": f"token={FILE_TOKENS['github_token']}"}
+    write = (
+        tool_stream([("c1", "write_file", arguments)])
+        if tool_calls == "native"
+        else text_stream(
+            f"<tool_call>\n{json.dumps({'name': 'write_file', 'arguments': arguments})}\n"
+            "</tool_call>"
+        )
+    )
+    loopback.queue(write, text_stream(f"wrote {FILE_TOKENS['github_token']}"))
+
+    run = run_cli("run", "-c", "2", "-y", "-p", "x", "--tool-calls", tool_calls)
+
+    assert run.exit_code == 0, run.stderr
+    assert (workspace / "key.txt").read_text() == f"token={FILE_TOKENS['github_token']}"
+    assert run.stdout == "wrote [REDACTED:github_token]\n"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_tutorial.core.text import printable
 from tests.conftest import LOOPBACK_MODEL, TEST_API_KEY, RunCli
 from tests.loopback import LoopbackServer, error_reply, text_stream, tool_stream
 from tests.terminal import Terminal, run_on_two_terminals
@@ -227,3 +228,95 @@ def test_json_output_escapes_every_control_and_parses_to_the_same_answer(
     if last is None:
         last = json.loads(result.stdout.splitlines()[-1])
     assert last["result"] == HOSTILE_ANSWER
+
+
+# --- invisible and direction characters (issue 27) ------------------------------------------
+
+HIDDEN = {
+    "\u200b": r"\u200b",  # zero-width space
+    "\u200e": r"\u200e",  # left-to-right mark
+    "\u200f": r"\u200f",  # right-to-left mark
+    "\u061c": r"\u061c",  # Arabic letter mark
+    "\u2028": r"\u2028",  # line separator
+    "\u2029": r"\u2029",  # paragraph separator
+    "\u202a": r"\u202a",  # the embeddings and overrides, first and last
+    "\u202e": r"\u202e",
+    "\u2066": r"\u2066",  # the isolates, first and last
+    "\u2069": r"\u2069",
+    "\U000e0000": r"\U000e0000",  # the tag characters, first, a letter and last
+    "\U000e0041": r"\U000e0041",
+    "\U000e007f": r"\U000e007f",
+}
+# The characters either side of each range, and the joiners: real text needs them.
+KEPT = [
+    "\u200a",  # hair space
+    "\u200c",  # zero-width non-joiner (Persian)
+    "\u200d",  # zero-width joiner (emoji, Indic scripts)
+    "\u2010",  # hyphen
+    "\u061b",  # Arabic semicolon
+    "\u061d",
+    "\u2027",  # hyphenation point
+    "\u202f",  # narrow no-break space
+    "\u2065",
+    "\u206a",
+    "\U000e0080",
+    "\U000e0100",  # a variation selector
+]
+FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # one emoji joined by ZWJs
+PERSIAN = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # "I want", with a ZWNJ
+HIDDEN_ANSWER = "pay " + "".join(HIDDEN) + f" to {FAMILY} {PERSIAN} end"
+SHOWN_HIDDEN_ANSWER = "pay " + "".join(HIDDEN.values()) + f" to {FAMILY} {PERSIAN} end"
+
+
+@pytest.mark.parametrize("character", HIDDEN)
+def test_an_invisible_or_direction_character_is_shown_as_its_escape(character: str) -> None:
+    assert printable(f"a{character}b") == f"a{HIDDEN[character]}b"
+
+
+@pytest.mark.parametrize("character", KEPT)
+def test_a_character_beside_those_ranges_or_a_joiner_is_kept(character: str) -> None:
+    assert printable(f"a{character}b") == f"a{character}b"
+
+
+def test_emoji_and_persian_joiners_pass_through_unchanged() -> None:
+    assert printable(f"{FAMILY} {PERSIAN}") == f"{FAMILY} {PERSIAN}"
+
+
+def hidden_run(loopback: LoopbackServer) -> None:
+    """A call to a tool whose name hides a mark, then the answer in pieces."""
+    loopback.queue(
+        tool_stream([("c1", "glob\u200b\u202e", {})]),
+        text_stream(HIDDEN_ANSWER, pieces=11),
+    )
+
+
+def test_a_piped_answer_and_activity_show_invisible_characters_as_escapes(
+    run_cli_process: RunCli, loopback: LoopbackServer
+) -> None:
+    hidden_run(loopback)
+
+    result = run_cli_process("run", "-c", "2", "-p", "go")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == SHOWN_HIDDEN_ANSWER + "\n"
+    assert r"glob\u200b\u202e" in result.stderr
+    assert not set(HIDDEN) & set(result.stdout + result.stderr)
+
+
+def test_on_a_terminal_invisible_characters_are_shown_as_escapes(
+    workspace: Path, loopback: LoopbackServer
+) -> None:
+    hidden_run(loopback)
+
+    run = run_on_two_terminals(
+        ["run", "-c", "2", "-p", "go", "--no-color"],
+        cwd=workspace,
+        env=loopback_env(loopback, workspace),
+        columns=WIDE,
+    )
+
+    assert run.exit_code == 0
+    assert run.stdout.decode() == SHOWN_HIDDEN_ANSWER + "\n"
+    activity = run.stderr.decode()
+    assert r"glob\u200b\u202e" in activity
+    assert not set(HIDDEN) & set(activity)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import RunCli
-from tests.loopback import LoopbackServer, conversation, text_stream
+from tests.loopback import LoopbackServer, conversation, text_stream, tool_stream
 from tests.terminal import Terminal, run_on_two_terminals
 from tests.test_artifacts_cli import artifacts, transcript_bytes, write_aged
 from tests.test_demo_model import large_project
@@ -308,3 +308,33 @@ def test_a_continued_repl_shows_the_last_turns_before_the_prompt(
     shown = terminal.flat_text()
     assert "earlier in this session: › fix the failing test" in shown
     assert "Fixed it: the test compared bytes. ›" in shown  # then the prompt
+
+
+# --- an approval for a long command (issue 27) ------------------------------------------------
+
+LONG_COMMAND = "\n".join(f"echo step{n} with words enough to wrap at forty" for n in range(120))
+
+
+@pytest.mark.parametrize("columns", [80, 40])
+def test_a_120_line_command_keeps_its_first_line_on_screen_with_the_question(
+    make_terminal: MakeTerminal, loopback: LoopbackServer, workspace: Path, columns: int
+) -> None:
+    loopback.queue(tool_stream([("c1", "bash", {"command": LONG_COMMAND})]), text_stream("not run"))
+    terminal = make_terminal("run", "-c", "3", "-p", "go", columns=columns, lines=30)
+    terminal.wait_for_text("(Enter = no)")
+
+    screen = "\n".join(terminal.screen.display)
+    assert "echo step0 " in screen and "bash wants permission" in screen
+    assert "(120 lines, " in " ".join(screen.replace("│", " ").split())
+    assert "echo step119" not in terminal.text()
+
+    terminal.type("v\r")
+    terminal.wait_for(lambda: terminal.text().count("(Enter = no)") == 2, "the question again")
+    assert "echo step119 " in terminal.text()  # shown whole, above
+    screen = "\n".join(terminal.screen.display)
+    assert "echo step0 " in screen and "(Enter = no)" in screen
+
+    terminal.type("n\r")
+    assert terminal.wait_for_exit() == 0
+    (result,) = [m for m in conversation(loopback.requests[1]) if m["role"] == "tool"]
+    assert "the user declined this bash call" in result["content"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
+from typing import Literal
 
 import pytest
 from hypothesis import given
@@ -17,14 +19,25 @@ from agent_tutorial.adapters.text_calls import (
     CallsInText,
     Offered,
     TextCall,
+    call_key,
     calls_from,
+    calls_quoted_in,
     echoes_tool_list,
     offered_tools,
     partial_trigger_length,
+    quotes_any,
     read_calls,
     trigger_positions,
 )
-from agent_tutorial.core.model import ToolSpec
+from agent_tutorial.adapters.text_tool_calls import TextToolCalls
+from agent_tutorial.core.messages import (
+    assistant_message,
+    tool_call,
+    tool_message,
+    user_message,
+)
+from agent_tutorial.core.model import ModelRequest, ToolSpec
+from agent_tutorial.testing import ScriptedModel, text_reply
 
 OFFERED = {
     "glob": frozenset({"pattern", "path"}),
@@ -94,21 +107,36 @@ def test_prose_before_the_calls_is_kept_as_the_reply_text() -> None:
         "\nThe output shows 3 files: a.py, b.py, c.py.",  # the result it imagines
         "\n```python\nprint('an example')\n```",
         "\n{",  # an unfinished object after the call
+        "x",  # one character is enough
     ],
 )
 @pytest.mark.parametrize(
     "block", [f"```json\n{GLOB}\n```", f"```\n{GLOB}\n```", f"<tool_call>\n{GLOB}\n</tool_call>"]
 )
-def test_prose_after_a_fenced_or_tagged_call_is_dropped(block: str, after: str) -> None:
+def test_text_after_a_fenced_or_tagged_call_makes_the_reply_an_answer(
+    block: str, after: str
+) -> None:
+    text = f"To count them, I'd list them:\n\n{block}{after}"
+
+    assert read_calls(text, OFFERED) is None
+
+
+@pytest.mark.parametrize("after", ["", "\n", " \n\t\n"])
+@pytest.mark.parametrize(
+    "block", [f"```json\n{GLOB}\n```", f"```\n{GLOB}\n```", f"<tool_call>\n{GLOB}\n</tool_call>"]
+)
+def test_a_fenced_or_tagged_call_followed_only_by_whitespace_is_a_call(
+    block: str, after: str
+) -> None:
     text = f"To count them, I'll list them:\n\n{block}{after}"
 
     assert read_calls(text, OFFERED) == CallsInText("To count them, I'll list them:", (GLOB_CALL,))
 
 
-def test_calls_in_a_row_before_the_prose_after_them_are_all_read() -> None:
+def test_text_after_calls_in_a_row_makes_the_reply_an_answer() -> None:
     text = f"```json\n{GLOB}\n```\n<tool_call>\n{READ}\n</tool_call>\nThat shows both."
 
-    assert read_calls(text, OFFERED) == CallsInText("", (GLOB_CALL, READ_CALL))
+    assert read_calls(text, OFFERED) is None
 
 
 @pytest.mark.parametrize(
@@ -287,12 +315,13 @@ def test_prose_before_calls_is_shown_and_the_calls_are_not(cuts: list[int]) -> N
 
 
 @given(st.lists(st.integers(min_value=0, max_value=200), max_size=12))
-def test_prose_after_a_fenced_call_is_never_shown(cuts: list[int]) -> None:
-    text = f"Listing.\n```json\n{GLOB}\n```\nThis lists the files: a.py, b.py."
+def test_a_fenced_call_with_prose_after_it_is_shown_whole_as_the_answer(cuts: list[int]) -> None:
+    text = f"The README says:\n```json\n{GLOB}\n```\nThis lists the files: a.py, b.py."
 
     during, after = streamed(text, [cut % (len(text) + 1) for cut in cuts])
 
-    assert (during, after) == ("Listing.\n", "Listing.\n")
+    assert after == text
+    assert text.startswith(during)
 
 
 ECHO = f'<tools>\n{GLOB_DEFINITION} files by name.", "parameters": {{"type": "object"}}}}}}\n'
@@ -421,3 +450,127 @@ def test_the_partial_trigger_is_the_longest_end_that_may_open_a_block(
     text: str, start: int, length: int
 ) -> None:
     assert partial_trigger_length(text, start) == length
+
+
+# A call shown in what a tool returned (a README's example) is a quote when a reply repeats it.
+MAKE_TEST_JSON = '{"name": "bash", "arguments": {"command": "make test"}}'
+README = f"""# Project
+
+Run the tests the way the agent would:
+
+```json
+{MAKE_TEST_JSON}
+```
+
+Then read <tool_call>{READ}</tool_call> for the results, or call {GLOB} yourself.
+"""
+MAKE_TEST = TextCall("bash", '{"command": "make test"}')
+
+
+def test_every_call_a_text_shows_is_found_wherever_it_stands() -> None:
+    assert calls_quoted_in(README, OFFERED) == {
+        call_key(MAKE_TEST),
+        call_key(READ_CALL),
+        call_key(GLOB_CALL),
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no call here, only {braces} and ```fences```",
+        '{"name": "delete_everything", "arguments": {}}',  # not an offered tool
+        "functions.glob:",  # a bare marker names a tool but calls nothing
+        "",
+    ],
+)
+def test_a_text_without_a_call_quotes_none(text: str) -> None:
+    assert calls_quoted_in(text, OFFERED) == frozenset()
+
+
+def test_a_call_inside_another_calls_arguments_is_found_too() -> None:
+    text = f'{{"name": "task", "arguments": {{"prompt": "run it", "then": {GLOB}}}}}'
+
+    assert calls_quoted_in(text, OFFERED) == {
+        call_key(TextCall("task", json.dumps({"prompt": "run it", "then": json.loads(GLOB)}))),
+        call_key(GLOB_CALL),
+    }
+
+
+def test_the_same_call_has_the_same_key_whatever_its_spacing_and_key_order() -> None:
+    spaced = TextCall("glob", '{ "path" : ".",  "pattern": "*.py" }')
+    ordered = TextCall("glob", '{"pattern": "*.py", "path": "."}')
+
+    assert call_key(spaced) == call_key(ordered)
+    assert call_key(ordered) != call_key(TextCall("glob", '{"pattern": "*.py"}'))
+    assert call_key(ordered) != call_key(TextCall("grep", '{"pattern": "*.py", "path": "."}'))
+
+
+def test_calls_quote_a_result_when_any_one_of_them_was_shown_in_it() -> None:
+    quoted = {call_key(MAKE_TEST)}
+
+    assert quotes_any(CallsInText("", (GLOB_CALL, MAKE_TEST)), quoted)
+    assert not quotes_any(CallsInText("", (GLOB_CALL, READ_CALL)), quoted)
+    assert not quotes_any(CallsInText("", named_tool="bash"), quoted)
+
+
+TOOLS = tuple(
+    ToolSpec(
+        name, f"the {name} tool", {"type": "object", "properties": {key: {} for key in params}}
+    )
+    for name, params in OFFERED.items()
+)
+MODES: list[Literal["auto", "text"]] = ["auto", "text"]
+
+
+def request_after_reading(
+    readme: str, on_text: Callable[[str], None] | None = None
+) -> ModelRequest:
+    """The request after the model read a README."""
+    read = tool_call("call_1", "read_file", '{"path": "README.md"}')
+    messages = (
+        user_message("How do I run the tests?"),
+        assistant_message(None, (read,)),
+        tool_message(readme, "call_1"),
+    )
+    return ModelRequest(messages, TOOLS, on_text=on_text)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_reply_repeating_a_call_a_tool_result_showed_is_the_answer(
+    mode: Literal["auto", "text"],
+) -> None:
+    answer = f"The README says to run:\n```json\n{MAKE_TEST_JSON}\n```"
+    shown: list[str] = []
+    reading = TextToolCalls(ScriptedModel([text_reply(answer)]), mode)
+
+    reply = reading.complete(request_after_reading(README, shown.append))
+
+    assert (reply.message.content, reply.message.tool_calls) == (answer, ())
+    assert "".join(shown) == answer
+    assert reading.describes_tools == (mode == "text")  # a quote does not switch auto
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_call_no_tool_result_showed_still_runs_after_a_read(
+    mode: Literal["auto", "text"],
+) -> None:
+    written = f"Now the listing.\n<tool_call>\n{GLOB}\n</tool_call>\n"
+    reading = TextToolCalls(ScriptedModel([text_reply(written)]), mode)
+
+    reply = reading.complete(request_after_reading(README.replace(GLOB, "glob")))
+
+    (call,) = reply.message.tool_calls
+    assert (call.name, json.loads(call.arguments)) == ("glob", {"pattern": "*.py"})
+    assert reply.message.content == "Now the listing."
+
+
+def test_a_quoted_call_is_remembered_once_its_result_has_left_the_request() -> None:
+    """Compaction may drop the result from later requests; the session still read it."""
+    model = ScriptedModel([text_reply("Reading it."), text_reply(f"```json\n{GLOB}\n```")])
+    reading = TextToolCalls(model, "text")
+    reading.complete(request_after_reading(README))
+
+    reply = reading.complete(ModelRequest((user_message("List the files."),), TOOLS))
+
+    assert reply.message.tool_calls == ()

@@ -71,6 +71,12 @@ _STREAM_ATTEMPTS = 2
 _PLACEHOLDER_API_KEY = "no-key-configured"
 
 
+def _too_deep(what: str) -> ProviderError:
+    """A reply nested deeper than Python's JSON decoder goes: no chat completion looks like
+    that, so it is the provider's error, not a crash."""
+    return ProviderError(f"the endpoint sent {what} nested too deeply to read as JSON")
+
+
 def _non_stream_error(response: httpx2.Response, mask: Callable[[str], str]) -> ModelError | None:
     """The error for a 200 reply that is JSON or HTML instead of an event stream: a login
     page from a proxy, an error object, or a server that ignores `stream`. It is reported
@@ -259,6 +265,8 @@ class OpenAIChatModel:
                 raise ProviderError(
                     f"the endpoint sent a stream event that is not JSON ({error})"
                 ) from None
+            except RecursionError:  # the SDK's json.loads of one event
+                raise _too_deep("a stream event") from None
             except openai.APIError as error:  # an error event inside the stream
                 raise self._error(None, error.body, error.message) from None
         return streamed
@@ -320,6 +328,8 @@ class OpenAIChatModel:
             raise self._error(None, None, self._connection_detail(error)) from None
         except openai.APIResponseValidationError as error:
             raise self._error(error.status_code, error.body, error.message) from None
+        except RecursionError:  # the SDK's json.loads of a whole reply
+            raise _too_deep("a reply") from None
 
     def _check_output_cap(self, body: object, arguments: _RequestArguments) -> None:
         if self._cap_parameter == "max_tokens" and _rejects_max_tokens(body):

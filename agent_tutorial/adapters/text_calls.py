@@ -13,12 +13,15 @@ the text (llama.cpp's server then returns it as `content`, not `tool_calls`):
     functions.glob:                                               ... with nothing after it
 
 A reply is calls when its text is one or more of these in a row, alone or after prose, to
-tools the request offered. After a fenced or tagged call the model may go on talking ("This
-will list the Python files…", or the result it imagines): that text is dropped, as a stop
-sequence would cut it. An unfenced call must end the reply, so an object in a sentence
-stays prose. The arguments may also stand beside the name (`{"name": "task", "prompt": …}`)
-when every one of them is a parameter of that tool. A text that mentions JSON, shows an
-object that is not a call, or names a tool that was not offered stays an answer.
+tools the request offered, with nothing but whitespace after them (the text protocol asks
+for exactly that). Text after the calls makes the whole reply an answer: a model that quotes
+a call (a README's fenced example) to explain it goes on explaining, and that answer is
+what the user asked for. The arguments may also stand beside the name
+(`{"name": "task", "prompt": …}`) when every one of them is a parameter of that tool. A
+text that mentions JSON, shows an object that is not a call, or names a tool that was not
+offered stays an answer. `calls_quoted_in` finds the calls a text shows anywhere in it (a
+file's or a command's output), so a reply that repeats one of them can be told apart from
+a call of the model's own.
 Pure: no I/O, no SDK.
 """
 
@@ -34,6 +37,11 @@ from agent_tutorial.core.model import ToolSpec
 
 Offered: TypeAlias = Mapping[str, Collection[str]]
 """The tools a request offered: each one's name and the names of its parameters."""
+
+CallKey: TypeAlias = tuple[str, str]
+"""A call's name and its arguments' canonical JSON: the same call whatever its shape,
+spacing or key order."""
+
 
 ToolCallMode: TypeAlias = Literal["auto", "native", "text"]
 """`auto`: native tools, and calls written as text are read too; `native`: never read from
@@ -64,8 +72,6 @@ class _Block:
     calls: tuple[TextCall, ...]
     end: int
     named_tool: str | None = None
-    delimited: bool = False
-    """Fenced or tagged: the model marked where the calls end, so prose may follow."""
 
 
 class _Open:
@@ -136,24 +142,43 @@ def trigger_positions(text: str, start: int) -> list[int]:
 
 
 def calls_from(text: str, start: int, offered: Offered) -> CallsInText | _Open | None:
-    """Whether `text[start:]` is a run of call blocks, to the end or to prose after a fenced
-    or tagged one: the calls, `OPEN` when the text ends inside a block that may still
-    become one (the caller is streaming), or None when it cannot."""
-    position, calls, delimited = start, list[TextCall](), False
+    """Whether `text[start:]` is a run of call blocks to its end: the calls, `OPEN` when
+    the text ends inside a block that may still become one (the caller is streaming), or
+    None when it cannot (text after a block that is not another block is prose)."""
+    position, calls = start, list[TextCall]()
     while True:
         position = _skip_space(text, position)
         if position == len(text):
             return CallsInText(text[:start].rstrip(), tuple(calls)) if calls else OPEN
         block = _block(text, position, offered)
         if not isinstance(block, _Block):
-            return CallsInText(text[:start].rstrip(), tuple(calls)) if delimited else block
+            return block
         calls += block.calls
-        delimited = block.delimited
         if block.named_tool is not None:  # the text ends there: its arguments never came
             if calls:  # calls, then a bare marker: neither a run of calls nor one to ask for
                 return None
             return CallsInText(text[:start].rstrip(), named_tool=block.named_tool)
         position = block.end
+
+
+def calls_quoted_in(text: str, offered: Offered) -> frozenset[CallKey]:
+    """Every call block `text` shows, wherever it stands in it (prose around it or not, or
+    inside another call's arguments), as `call_key`s: what a tool result holds, which a
+    reply repeating it only quotes."""
+    blocks = (_block(text, start, offered) for start in trigger_positions(text, 0))
+    return frozenset(
+        call_key(call) for block in blocks if isinstance(block, _Block) for call in block.calls
+    )
+
+
+def call_key(call: TextCall) -> CallKey:
+    return call.name, json.dumps(json.loads(call.arguments), sort_keys=True)
+
+
+def quotes_any(found: CallsInText, quoted: Collection[CallKey]) -> bool:
+    """Whether one of the calls `found` is one a tool result showed: then the reply quotes
+    what it read (or was made to repeat it) and is an answer, never a call."""
+    return any(call_key(call) in quoted for call in found.calls)
 
 
 def partial_trigger_length(text: str, start: int) -> int:
@@ -198,7 +223,7 @@ def _tagged(text: str, position: int, closing_tag: str, offered: Offered) -> _Re
         return inner
     end = _skip_space(text, inner.end)
     if text.startswith(closing_tag, end):
-        return _Block(inner.calls, end + len(closing_tag), delimited=True)
+        return _Block(inner.calls, end + len(closing_tag))
     if _could_become(closing_tag, text, end):  # nothing after it, or part of the tag so far
         return OPEN if end < len(text) else _Block(inner.calls, end)
     return None
@@ -218,7 +243,7 @@ def _fenced(text: str, position: int, offered: Offered) -> _Read:
     while True:
         inner = _skip_space(text, inner)
         if text.startswith(_FENCE, inner):
-            return _Block(tuple(calls), inner + len(_FENCE), delimited=True) if calls else None
+            return _Block(tuple(calls), inner + len(_FENCE)) if calls else None
         if _could_become(_FENCE, text, inner):
             return OPEN
         tag = _opening_tag(text, inner)

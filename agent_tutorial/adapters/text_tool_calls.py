@@ -17,6 +17,10 @@ pairing, permissions, hooks, sessions and compaction never see the difference.
 - `text`: no tools on the wire; the system prompt describes them (`text_protocol`) and the
   reply is read the same way.
 
+A reply whose calls repeat a call a tool result showed this session (a README's fenced
+example the model read, then quoted) is an answer, not a call: the wrapper sees every
+request's tool results, so the core never needs to know calls can be written as text.
+
 Streamed text passes through `HeldCallText`, so the call text is never shown as an answer.
 """
 
@@ -28,14 +32,17 @@ from typing import Literal, TypeAlias
 
 from agent_tutorial.adapters.text_call_stream import HeldCallText
 from agent_tutorial.adapters.text_calls import (
+    CallKey,
     CallsInText,
     Offered,
+    calls_quoted_in,
     echoes_tool_list,
     offered_tools,
+    quotes_any,
     read_calls,
 )
 from agent_tutorial.adapters.text_protocol import as_text_protocol
-from agent_tutorial.core.messages import ToolCall, assistant_message, new_call_id
+from agent_tutorial.core.messages import ToolCall, ToolMessage, assistant_message, new_call_id
 from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest, Usage
 
 SwitchReason: TypeAlias = Literal["calls_in_text", "echoed_tool_list"]
@@ -58,12 +65,16 @@ class TextToolCalls:
         self.describes_tools = mode == "text"
         """Whether requests carry the tools in the system prompt instead of on the wire:
         always in `text` mode, in `auto` once the model wrote a call as text."""
+        self._quoted: dict[ToolMessage, frozenset[CallKey]] = {}
+        """The calls each tool result of this session showed, read once per result and
+        kept when compaction drops the result from later requests."""
 
     def complete(self, request: ModelRequest) -> ModelReply:
         offered = offered_tools(request.tools)
         sent = as_text_protocol(request) if self.describes_tools else request
         if not offered:
             return self.model.complete(sent)
+        self._remember_quoted_calls(request, offered)
         held = None if request.on_text is None else HeldCallText(request.on_text, offered)
         reply = self.model.complete(replace(sent, on_text=held))
         found = self._calls_in(reply, offered)
@@ -99,7 +110,14 @@ class TextToolCalls:
         found = read_calls(reply.message.content or "", offered)
         if found is not None and found.named_tool is not None and self.mode == "text":
             return None
+        if found is not None and quotes_any(found, frozenset().union(*self._quoted.values())):
+            return None
         return found
+
+    def _remember_quoted_calls(self, request: ModelRequest, offered: Offered) -> None:
+        for message in request.messages:
+            if isinstance(message, ToolMessage) and message not in self._quoted:
+                self._quoted[message] = calls_quoted_in(message.content, offered)
 
     def _ask_for_named_tool(
         self, request: ModelRequest, reply: ModelReply, found: CallsInText

@@ -13,21 +13,25 @@ from __future__ import annotations
 import re
 
 _CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 but tab and newline, DEL, C1 (ESC among them)
-_BIDI_OVERRIDES = "\u202a-\u202e\u2066-\u2069"
+_DIRECTION = "\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"  # marks, embeddings, isolates
+# Zero-width space, the two separators a terminal shows as nothing or as a line break no
+# reader sees coming, and the tag characters (invisible letters that can spell a whole hidden
+# sentence). Not the joiners U+200C and U+200D: Persian, Indic scripts and emoji need them.
+_INVISIBLE = "\u200b\u2028\u2029\U000e0000-\U000e007f"
 _SURROGATES = "\ud800-\udfff"
-_UNPRINTABLE = re.compile(f"[{_CONTROLS}{_BIDI_OVERRIDES}{_SURROGATES}]")
+_UNPRINTABLE = re.compile(f"[{_CONTROLS}{_DIRECTION}{_INVISIBLE}{_SURROGATES}]")
 _UNDECODABLE = re.compile(f"[{_SURROGATES}]")
 _ESCAPED_BYTE = re.compile(r"\\x([89a-f][0-9a-f])")
 _ESCAPED_BYTE_OFFSET = 0xDC00  # surrogateescape keeps byte 0xe9 as U+DCE9
 
 
 def printable(text: str) -> str:
-    """`text` with control characters, bidi overrides and undecodable bytes shown as
-    escapes (`\\x1b`, `\\u202e`, `\\xe9`), so a model's reply, a command's output or a
-    file's name cannot move the cursor, set the title or clipboard, open a link, or hide
-    or reorder what the user reads. Newlines and tabs are kept. Each character is escaped
-    on its own, so text shown in pieces (a streamed reply) cannot rebuild a sequence that
-    a piece split."""
+    """`text` with control characters, direction and invisible characters and undecodable
+    bytes shown as escapes (`\\x1b`, `\\u202e`, `\\u200b`, `\\U000e0041`, `\\xe9`), never
+    dropped, so a model's reply, a command's output or a file's name cannot move the cursor,
+    set the title or clipboard, open a link, or hide or reorder what the user reads.
+    Newlines and tabs are kept. Each character is escaped on its own, so text shown in
+    pieces (a streamed reply) cannot rebuild a sequence that a piece split."""
     return _UNPRINTABLE.sub(_escape_match, text)
 
 
@@ -52,7 +56,9 @@ def _escape_match(match: re.Match[str]) -> str:
     code = ord(match[0])
     if _ESCAPED_BYTE_OFFSET + 0x80 <= code <= _ESCAPED_BYTE_OFFSET + 0xFF:
         return f"\\x{code - _ESCAPED_BYTE_OFFSET:02x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 _MAX_PLAIN_DEPTH = 64

@@ -189,6 +189,8 @@ class Redactor:
         # Alternatives that start with a literal are scanned much faster than the full pattern.
         self._trigger = re.compile("|".join(triggers))
         self.longest_value_chars = len(values[0]) if values else 0
+        self.known: tuple[str, ...] = tuple(values)
+        """The secret values masked by name, longest first."""
 
     def redact(self, text: str) -> Redacted:
         parts: list[str] = []
@@ -293,3 +295,89 @@ class RedactingStream:
         if match.start() >= hold_from:
             return True
         return match.end() == end and end - match.start() <= MAX_HELD_CHARS
+
+
+ANSWER_HOLD_CHARS = 4096
+"""At most this much of a streamed answer is held back (more than a PEM private key): a
+longer word is shown as it stands, masked, so a reply without spaces does not stall, and
+each piece costs at most one scan of this much."""
+_BEARER_BEFORE = re.compile(r"(?i:bearer)[ \t]+\Z")
+_SPACE_BEFORE_LAST_WORD = re.compile(r"\s\S*\Z")
+_PEM_MARKER = "-----"  # a PEM block's BEGIN and END lines
+
+
+def held_tail_start(text: str, start: int, known: Collection[str]) -> int:
+    """Where the end of `text` (from `start`) that may still grow into a secret begins, or
+    `len(text)` when none may: the word still being written (no token shape holds a space),
+    with a `Bearer ` before it, a PEM block's BEGIN or END line still being written, and an
+    end that is the beginning of a known value (which may hold a space)."""
+    end = len(text)
+    start = max(start, end - ANSWER_HOLD_CHARS)
+    space = _SPACE_BEFORE_LAST_WORD.search(text, start)
+    word = start if space is None else space.start() + 1
+    held = word
+    bearer = _BEARER_BEFORE.search(text, start, word)
+    if bearer is not None:
+        held = bearer.start()
+    pem = text.find(_PEM_MARKER, max(text.rfind("\n", start) + 1, start))
+    if pem != -1:
+        held = min(held, pem)
+    return min([held, *(end - _begun(text, start, value) for value in known)])
+
+
+def _begun(text: str, start: int, value: str) -> int:
+    """The length of the longest end of `text` (after `start`) that begins `value` without
+    being all of it."""
+    position = max(start, len(text) - len(value) + 1)
+    while (position := text.find(value[0], position)) != -1:
+        if value.startswith(text[position:]):
+            return len(text) - position
+        position += 1
+    return 0
+
+
+class AnswerMask:
+    """Masks secrets in text a model streams, for a reader watching it arrive: each piece
+    is passed on at once, except an end that may still grow into a secret (`held_tail_start`)
+    or a secret still growing, which wait for the next piece or `finish`."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._context = ""  # the last character passed on: the shapes' lookbehinds need it
+        self._pending = ""
+
+    def feed(self, piece: str) -> str:
+        self._pending += piece
+        buffer = self._context + self._pending
+        start = len(self._context)
+        held = held_tail_start(buffer, start, self._redactor.known)
+        return self._release(buffer, held, final=False)
+
+    def finish(self) -> str:
+        buffer = self._context + self._pending
+        return self._release(buffer, len(buffer), final=True)
+
+    def _release(self, buffer: str, hold_from: int, *, final: bool) -> str:
+        parts: list[str] = []
+        position = len(self._context)
+        for match in self._redactor.matches(buffer, position):
+            if not final and _may_grow(match, buffer, hold_from):
+                hold_from = min(hold_from, match.start())
+                break
+            parts += [buffer[position : match.start()], self._redactor.replacement(match)]
+            position = match.end()
+        hold_from = max(hold_from, position)
+        parts.append(buffer[position:hold_from])
+        released = "".join(parts)
+        self._pending = buffer[hold_from:]
+        if released:
+            self._context = released[-1]
+        return released
+
+
+def _may_grow(match: re.Match[str], text: str, hold_from: int) -> bool:
+    """A match that crosses the hold line, or that only whitespace separates from it (a PEM
+    block's next line, or the rest of a known value with a space in it, may be on its way),
+    unless it is already longer than anything held."""
+    growing = match.end() > hold_from or not text[match.end() : hold_from].strip()
+    return growing and match.end() - match.start() <= ANSWER_HOLD_CHARS
