@@ -65,6 +65,7 @@ from agent_tutorial.features.redaction import mask_url_passwords
 from agent_tutorial.headless import WAITING_INTERVAL_S
 
 DEMO_MODEL = "demo"
+_API_KEY = "api_key"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 # Upper bounds of the numeric settings: far beyond any real use, low enough that no value
@@ -491,11 +492,18 @@ def key_from_project_dotenv(settings: Settings, project: ProjectSettings) -> str
     if settings.api_key is None or settings.is_demo:
         return None
     key = settings.api_key.get_secret_value()
+    spellings = _key_variables(settings)
+    if any(os.environ.get(name) == key for name in os.environ if name.lower() in spellings):
+        return None
     lines = read_dotenv(project.dotenv_path)
-    for name in dict.fromkeys(("OPENAI_API_KEY", settings.api_key_env)):
-        if not os.environ.get(name) and lines.get(name) == key:
-            return name
-    return None
+    return next((name for name in lines if name.lower() in spellings and lines[name] == key), None)
+
+
+def _key_variables(settings: Settings) -> frozenset[str]:
+    """Every name, lower-cased, a variable that gives the key may have (settings are
+    case-insensitive: `openai_api_key=` in `.env` is the key too)."""
+    names = {alias for alias, setting in _ALIASES.items() if setting == _API_KEY}
+    return frozenset({_API_KEY, settings.api_key_env.lower(), *names})
 
 
 def refuse_unusable_state_dir(state_dir: Path) -> None:
@@ -548,10 +556,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read {path}: {error}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"cannot read {path}: it is not UTF-8 text") from None
-    if "api_key" in values:
+    key = next((key for key in values if _setting_of(key) == _API_KEY), None)
+    if key is not None:  # any spelling: `OPENAI_API_KEY` or `Api_Key` would be sent too
         raise ConfigError(
-            f"{path} holds an api_key; keys belong in the environment or .agent_tutorial/.env. "
-            "Name the variable with api_key_env instead."
+            f"{path} holds an api_key ({key!r}); keys belong in the environment or "
+            ".agent_tutorial/.env. Name the variable with api_key_env instead."
         )
     return values
 
