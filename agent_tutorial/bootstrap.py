@@ -10,14 +10,15 @@ the front ends (`cli.py`, `repl.py`) parse, call these two functions and report.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from agent_tutorial.adapters.filesystem import Workspace
-from agent_tutorial.adapters.hook_runner import command_hook
+from agent_tutorial.adapters.hook_runner import command_hooks_in
+from agent_tutorial.adapters.hook_scripts import hook_script_paths
 from agent_tutorial.adapters.sandbox import (
     SandboxUnavailableError,
     private_temporary_directory,
@@ -287,6 +288,9 @@ class AgentDeps:
     sandbox: SandboxPolicy | None = None
     """The sandbox bash runs in (`open_sandbox` builds it from the settings); None:
     unconfined."""
+    hook_snapshot: Mapping[str, Mapping[str, str]] | None = None
+    """The hook scripts' digests as the process found them (`hook_scripts.hook_snapshot`),
+    which hooks must still match to run; None: as they are now."""
 
 
 def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
@@ -367,7 +371,8 @@ def _hooks(profile: ChapterProfile, deps: AgentDeps, redactor: Redactor) -> Hook
     if Capability.HOOKS not in profile:
         return None
     config = deps.settings.hooks
-    return HookRegistry.from_config(config, deps.workspace, command_hook, redaction=redactor)
+    hooks = command_hooks_in(deps.root, deps.hook_snapshot)
+    return HookRegistry.from_config(config, deps.workspace, hooks, redaction=redactor)
 
 
 def _add_todos_and_task(
@@ -525,7 +530,11 @@ def _add_core_tools(
         )
         tools.register(bash_tool(workspace, bash))
     if Capability.FILE_TOOLS in profile:
-        for tool in file_tools(workspace, state_dir=state_dir):
+        # Hooks run outside the sandbox: no file tool may rewrite what they run.
+        scripts = (
+            hook_script_paths(deps.root, settings.hooks) if Capability.HOOKS in profile else ()
+        )
+        for tool in file_tools(workspace, state_dir=state_dir, protected=scripts):
             tools.register(tool)
     if Capability.SEARCH_TOOLS in profile:
         budget_s = settings.grep_time_budget_s

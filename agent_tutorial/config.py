@@ -48,6 +48,7 @@ from pydantic_settings import (
 )
 
 from agent_tutorial.adapters.chat_wire import WireOptions
+from agent_tutorial.adapters.hook_scripts import trusted_script_settings
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
 from agent_tutorial.adapters.text_calls import ToolCallMode
 from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
@@ -358,7 +359,8 @@ class ProjectSettings:
     plain_dotenv: Mapping[str, Any]
     powerful: Mapping[str, Any]
     """Each powerful setting found: a TOML one by its setting name (`hooks`,
-    `permissions.rules`: the allow rules), a `.env` line by its variable."""
+    `permissions.rules`: the allow rules), a `.env` line by its variable, and each project
+    file a hook command names as `hook script NAME` with its SHA-256."""
     dotenv_path: Path
 
     def layers(self, *, trusted: bool) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -370,7 +372,7 @@ class ProjectSettings:
     @property
     def digest(self) -> str:
         """What trusting the folder trusts: a hash of the powerful settings' values (their
-        layout and comments may change; the scripts a hook calls are not covered)."""
+        layout and comments may change), the hook scripts' contents among them."""
         text = orjson.dumps(self.powerful, option=orjson.OPT_SORT_KEYS, default=str)
         return hashlib.sha256(text).hexdigest()
 
@@ -385,6 +387,8 @@ def read_project_settings(root: Path) -> ProjectSettings:
     plain_toml, powerful_toml = _split_power(toml, _toml_name, state_dir / "config.toml")
     plain_dotenv, powerful_dotenv = _split_power(dotenv, _dotenv_name, dotenv_path)
     powerful = {**powerful_toml, **powerful_dotenv}
+    hooks = [value for key, value in powerful.items() if _setting_of(key) == "hooks"]
+    powerful |= trusted_script_settings(root, hooks)  # trusting hooks trusts what they run
     return ProjectSettings(toml, dotenv, plain_toml, plain_dotenv, powerful, dotenv_path)
 
 

@@ -7,10 +7,12 @@ JSON summary) stay subscribed across the swap.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
+from agent_tutorial.adapters.hook_scripts import hook_snapshot
 from agent_tutorial.bootstrap import Agent, AgentDeps, build_agent
 from agent_tutorial.config import Settings
 from agent_tutorial.core.events import EventBus, EventSink, Notice
@@ -52,6 +54,12 @@ class ConversationSetup:
     @property
     def root(self) -> Path:
         return self.project_root or self.workspace
+
+    @cached_property
+    def hook_snapshot(self) -> Mapping[str, Mapping[str, str]]:
+        """The hook scripts as the first session found them: a later one (`/clear`,
+        `/resume`) holds hooks to these, not to what a command wrote meanwhile."""
+        return hook_snapshot(self.root, self.settings.hooks)
 
 
 class Conversation:
@@ -170,6 +178,7 @@ class Conversation:
             max_turns=self.setup.max_turns,
             project_root=self.setup.project_root,
             sandbox=self.setup.sandbox,
+            hook_snapshot=self.setup.hook_snapshot,
         )
         return build_agent(self.setup.profile, deps)
 

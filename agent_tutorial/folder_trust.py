@@ -6,8 +6,9 @@ as Codex CLI loads a project's config only for a trusted project and Claude Code
 "trust this folder?". `agent-tutorial trust` (or a yes in the REPL) records the project's
 real path with a hash of those settings' text in the user's own config folder,
 `$XDG_CONFIG_HOME/agent-tutorial/trusted-projects.json`; a later change to them no longer
-matches, and the folder is untrusted until trusted again. The hash covers the settings,
-not the scripts a hook calls.
+matches, and the folder is untrusted until trusted again. The hash covers the settings
+and the project files a hook command names (`adapters.hook_scripts`): a changed
+`hooks/guard.py` untrusts the folder as a changed hook command does.
 
 Nothing in a project can set trust: the store lives with the user's config, is written
 atomically (a temporary file, fsync, rename) with mode 0600, and one that is a symlink,

@@ -131,7 +131,10 @@ def _read_from(err: Console) -> Callable[[str], str]:
     return read
 
 
-COVERS = "The check covers these settings, not the scripts a hook runs."
+COVERS = (
+    "The check covers these settings and the project files a hook command names "
+    "(hook script …), not what those files read or import."
+)
 
 
 def power_panel(project: Project, settings: ProjectSettings) -> Panel:

@@ -12,7 +12,7 @@ import codecs
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial, wraps
 from pathlib import Path, PurePosixPath
@@ -117,10 +117,13 @@ class GrepInput(_ToolInput):
     )
 
 
-def file_tools(workspace: Path, *, state_dir: Path | None = None) -> list[ToolDefinition]:
+def file_tools(
+    workspace: Path, *, state_dir: Path | None = None, protected: Sequence[Path] = ()
+) -> list[ToolDefinition]:
     """read_file, write_file and edit_file inside `workspace`; `state_dir` is the project's
-    state folder when it lies above it (its artifacts/ and skills/ stay readable)."""
-    files = Workspace(workspace, state_dir=state_dir)
+    state folder when it lies above it (its artifacts/ and skills/ stay readable);
+    `protected` the files they may read but never write (the hooks' scripts)."""
+    files = Workspace(workspace, state_dir=state_dir, protected=protected)
     read_file = ToolDefinition(
         name="read_file",
         description=(
