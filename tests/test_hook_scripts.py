@@ -31,6 +31,7 @@ from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.paths import ProtectedPathError
 from agent_tutorial.core.tools import ToolRegistry, ToolResult
 from agent_tutorial.features.builtin_tools import file_tools
+from agent_tutorial.folder_trust import changed_since_trusted, record_trust
 from tests.conftest import RunCli, write_state
 from tests.contracts import tool_reply_for
 from tests.loopback import LoopbackServer, text_stream, tool_stream
@@ -217,8 +218,37 @@ def test_a_changed_hook_script_untrusts_the_folder_and_the_line_names_it(
     assert unchanged.exit_code == 0 and "not trusted" not in unchanged.stderr
     assert (workspace / "hook-ran").read_text() == "x"
     assert changed.exit_code == 0, changed.stderr
-    assert f"project settings not trusted, ignored: hooks, hook script {GUARD}" in changed.stderr
+    assert f"project settings not trusted, ignored: hooks, hook script {GUARD} " in changed.stderr
+    assert f"(changed since trusted: hook script {GUARD}; `agent-tutorial" in changed.stderr
     assert not (workspace / "pwned").exists()
+
+
+def test_the_line_names_only_the_script_that_changed(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    write_guard(workspace)
+    (workspace / "hooks" / "stop.py").write_text("")
+    config = hooks_toml() + f"[[hooks.Stop]]\ncommand = '{PYTHON} hooks/stop.py'\n"
+    write_state(workspace, "config.toml", config)
+    assert run_cli("trust").exit_code == 0
+    (workspace / "hooks" / "stop.py").write_text("print('changed')")
+    loopback.queue(text_stream("done"))
+
+    result = run_cli("run", "-c", "4", "-p", "hi")
+
+    assert "(changed since trusted: hook script hooks/stop.py; `agent" in result.stderr
+
+
+def test_a_folder_never_trusted_names_no_change(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    write_guard(workspace)
+    write_state(workspace, "config.toml", hooks_toml())
+    loopback.queue(text_stream("done"))
+
+    result = run_cli("run", "-c", "4", "-p", "hi")
+
+    assert f"ignored: hooks, hook script {GUARD} (`agent-tutorial trust` applies" in result.stderr
 
 
 # --- the runner re-checks before each run -----------------------------------------------
@@ -384,3 +414,25 @@ def test_a_run_started_in_a_downloaded_folder_runs_the_projects_guard_not_its_ow
     assert result.exit_code == 0, result.stderr
     assert (workspace / "root-guard-ran").read_text() == "yes"
     assert not (start / "pwned").exists() and not (workspace / "pwned").exists()
+
+
+# --- which trusted setting changed --------------------------------------------------------
+
+
+def test_a_change_is_named_against_what_was_trusted_one_by_one(workspace: Path) -> None:
+    trusted = {"hooks": {"Stop": []}, "hook script a.py": "1", "hook script b.py": "2"}
+    record_trust(workspace, "digest", trusted)
+
+    now = {"hooks": {"Stop": []}, "hook script a.py": "1", "hook script c.py": "3"}
+
+    assert changed_since_trusted(workspace, trusted) == []
+    assert changed_since_trusted(workspace, now) == ["hook script c.py", "hook script b.py"]
+
+
+def test_no_change_is_named_for_a_folder_trusted_without_its_settings_one_by_one(
+    workspace: Path,
+) -> None:
+    record_trust(workspace, "digest")  # as a store written before the names were kept
+
+    assert changed_since_trusted(workspace, {"hooks": {}}) == []
+    assert changed_since_trusted(workspace.parent, {"hooks": {}}) == []

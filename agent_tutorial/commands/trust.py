@@ -55,7 +55,7 @@ def trust(
     # Settings that would stop every trusted run are refused now, not recorded (ConfigError
     # says which and exits 2, as `run` would).
     load_settings(project.root, project=settings, trusted=True)
-    record_trust(project.root, settings.digest)
+    record_trust(project.root, settings.digest, settings.powerful)
     root = printable(str(project.root))
     if not settings.powerful:
         out.print(
@@ -102,7 +102,7 @@ class FolderTrust:
         answer = (read_line or _read_from(err))(TRUST_PROMPT).strip().lower()
         if answer in ("y", "yes"):
             load_settings(self.project.root, project=self.settings, trusted=True)
-            record_trust(self.project.root, self.settings.digest)
+            record_trust(self.project.root, self.settings.digest, self.settings.powerful)
             self._trusted = True
 
     def ignored_settings(self) -> list[str]:
@@ -110,12 +110,18 @@ class FolderTrust:
         return list(self.settings.powerful) if self.needs_trust else []
 
     def warning(self) -> str | None:
+        """One line naming each ignored setting, and those that changed since the folder
+        was last trusted (a rewritten hook script, say)."""
         ignored = self.ignored_settings()
         if not ignored:
             return None
+        from agent_tutorial.folder_trust import changed_since_trusted
+
+        changed = changed_since_trusted(self.project.root, self.settings.powerful)
+        since = f"changed since trusted: {', '.join(changed)}; " if changed else ""
         return (
             f"project settings not trusted, ignored: {', '.join(ignored)} "
-            "(`agent-tutorial trust` applies them; `run --trust-project` for one run)"
+            f"({since}`agent-tutorial trust` applies them; `run --trust-project` for one run)"
         )
 
 
