@@ -438,11 +438,11 @@ def test_an_allow_rule_whose_regex_times_out_counts_as_not_matching() -> None:
 def test_a_rule_shares_its_time_between_the_subjects() -> None:
     # Two subjects that each take the whole budget still cost about one budget.
     rule = PermissionRule(tool="read_file", pattern=CATASTROPHIC, behavior="deny")
-    started = time.monotonic()
+    started = time.process_time()
 
     assert rule.matches("read_file", [SLOW_SUBJECT, SLOW_SUBJECT], timeout_s=0.2)
 
-    assert time.monotonic() - started < 0.35
+    assert time.process_time() - started < 0.35
 
 
 def test_a_catastrophic_deny_rule_costs_at_most_a_second_and_still_denies(
@@ -452,12 +452,12 @@ def test_a_catastrophic_deny_rule_costs_at_most_a_second_and_still_denies(
     # character) now ends within RULE_MATCH_TIMEOUT_S, and the call is denied.
     rule = PermissionRule(tool="bash", pattern=CATASTROPHIC, behavior="deny")
     policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule])
-    started = time.monotonic()
+    started = time.process_time()  # the regex module's clock: processor time, not the wall's
 
     record = policy.decide(parse("bash", command=SLOW_SUBJECT))
 
     assert (record.decision, record.source) == ("deny", "rule")
-    assert RULE_MATCH_TIMEOUT_S <= time.monotonic() - started < 1.0
+    assert RULE_MATCH_TIMEOUT_S * 0.9 <= time.process_time() - started < 1.0
 
 
 def test_a_rule_whose_tool_differs_is_never_searched(workspace: Path) -> None:

@@ -19,9 +19,9 @@ command (`core.plain_commands`: nothing chained, piped, redirected, substituted 
 no option that writes a file such as git's `--output=F`), and on a path it must match the
 real path, so `^docs/` allows neither `docs/../src/x` nor a symlink out of `docs/`.
 
-A rule's regex is searched within `RULE_MATCH_TIMEOUT_S`, so a pattern that backtracks
-badly (`(a+)+$`) cannot stall every call; one that runs out of time still decides, the safe
-way: a deny or ask rule counts as matching, an allow rule as not matching.
+A rule's regex is searched within `RULE_MATCH_TIMEOUT_S` of processor time, so a pattern
+that backtracks badly (`^(a|a)*$`) cannot stall every call; one that runs out of time still
+decides, the safe way: a deny or ask rule counts as matching, an allow rule as not.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ DecisionSource: TypeAlias = Literal[
 _STRENGTH: dict[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 RULE_MATCH_TIMEOUT_S = 0.5
-"""How long one rule's regex may search one call's subjects, in seconds. The regex module
-checks its clock now and then, so a search overruns by up to about half of this: a check
-still ends within a second."""
+"""How long one rule's regex may search one call's subjects, in seconds of processor time
+(the regex module's clock, so a busy machine stretches it on the wall as it does all
+work): half a second, so that a check, overruns included, costs less than a second."""
 
 _MODE_DEFAULTS: dict[PermissionMode, dict[Effect, Decision]] = {
     "ask": {"read": "allow", "write": "ask", "execute": "ask"},

@@ -109,11 +109,10 @@ def command_words(command: str) -> tuple[str, ...] | None:
 def file_writing_option(words: Sequence[str]) -> str | None:
     """The first option that makes the command write a file it names: `--output=F`,
     `--output F`, `--output-directory`, an abbreviation git accepts (`--outp=F`), and for
-    git the short `-o`. Words after `--` are paths, not options."""
+    git the short `-o`. Words after `--` count too: an option that takes a value can eat
+    the `--` (`git log --grep -- --output=F` greps for `--` and writes F)."""
     is_git = _is_git(words)
     for word in words[1:]:
-        if word == "--":
-            return None
         if is_output_option(word) or (is_git and _GIT_SHORT_OUTPUT.match(word)):
             return word
     return None
