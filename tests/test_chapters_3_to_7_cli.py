@@ -223,7 +223,9 @@ def test_ch3_git_log_writing_a_file_through_its_options_is_not_allowed_by_the_te
 
     assert result.exit_code == 0, result.stderr
     assert (workspace / "Makefile").read_text() == "all:\n\ttrue\n"
-    assert tool_reply_for(loopback, 1, "b1").startswith("Error [permission_denied]")
+    denied = tool_reply_for(loopback, 1, "b1")
+    assert denied.startswith("Error [permission_denied]")
+    assert "does not cover it: its option '--output=Makefile' could make it write" in denied
     assert "one" in tool_reply_for(loopback, 1, "b2")
 
 

@@ -370,6 +370,58 @@ def test_the_template_allow_rule_does_not_cover_a_command_that_writes_through_it
     assert (record.decision, record.source) == ("ask", "default")
 
 
+def test_the_question_says_why_the_allow_rule_does_not_cover_the_command(
+    workspace: Path,
+) -> None:
+    policy = PermissionPolicy(Workspace(workspace), rules=[TEMPLATE_RULE])
+
+    record = policy.decide(parse("bash", command="git log --output=Makefile"))
+
+    assert record.reason == (
+        "execute tools need approval in permission mode 'ask'; "
+        "rule tool='bash' pattern='^git (status|diff|log)' behavior='allow' does not cover "
+        "it: its option '--output=Makefile' could make it write a file or obey other settings"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git push", "git push --output=x", "git log"],  # no allow rule matches / it is covered
+)
+def test_the_question_names_no_rule_that_would_not_have_covered_it_anyway(
+    workspace: Path, command: str
+) -> None:
+    rules = [TEMPLATE_RULE, PermissionRule(tool="read_file", behavior="allow")]
+    policy = PermissionPolicy(Workspace(workspace), rules=rules)
+
+    record = policy.decide(parse("bash", command=command))
+
+    assert "does not cover" not in record.reason
+
+
+def test_a_deny_rule_whose_pattern_matches_is_not_named_as_not_covering(
+    workspace: Path,
+) -> None:
+    rule = PermissionRule(tool="bash", pattern="^git", behavior="deny")
+    policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule])
+
+    record = policy.decide(parse("bash", command="git log; ls"))
+
+    assert (record.decision, record.source) == ("deny", "rule")
+    assert "does not cover" not in record.reason
+
+
+def test_an_uncovered_write_is_still_a_plain_default_question(workspace: Path) -> None:
+    # A path is never a command: the rule misses the real path (`git log --output=x`), and
+    # that the written path would not be a plain command is no reason to name it.
+    rule = PermissionRule(tool="*", pattern=r"^\./git", behavior="allow")
+    policy = PermissionPolicy(Workspace(workspace), rules=[rule])
+
+    record = policy.decide(parse("write_file", path="./git log --output=x"))
+
+    assert record.reason == "write tools need approval in permission mode 'ask'"
+
+
 @pytest.mark.parametrize("command", ["git log", "git log -1 --format=%h", "git diff --stat"])
 def test_the_template_allow_rule_still_covers_a_plain_git_command(
     workspace: Path, command: str

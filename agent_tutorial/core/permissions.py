@@ -27,7 +27,7 @@ decides, the safe way: a deny or ask rule counts as matching, an allow rule as n
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
 import regex
@@ -200,6 +200,9 @@ class PermissionPolicy:
         if boundary is not None:
             return decision_for(parsed, "deny", boundary, "boundary")
         record = self._rule_decision(parsed, location) or self._default_decision(parsed)
+        uncovered = self._uncovered_by_allow_rule(parsed) if record.source == "default" else None
+        if uncovered is not None:
+            record = replace(record, reason=f"{record.reason}; {uncovered}")
         approved = self._approval_key(parsed) in self._approved
         if record.decision == "ask" and record.source == "default" and approved:
             return decision_for(
@@ -267,6 +270,21 @@ class PermissionPolicy:
         decision = merge_decisions(*(rule.behavior for rule in matching))
         deciding = next(rule for rule in matching if rule.behavior == decision)
         return decision_for(parsed, decision, f"{decision} by {deciding.describe()}", "rule")
+
+    def _uncovered_by_allow_rule(self, parsed: ParsedCall) -> str | None:
+        """Why an allow rule whose pattern matches this command does not cover it (it is
+        not plain), so the user and the model learn what to change; None otherwise. Called
+        only for a default decision: a deny or ask rule that matched would have decided."""
+        if parsed.tool.effect != "execute":
+            return None
+        why = why_not_plain(parsed.subject)
+        if why is None:
+            return None
+        rule = next(
+            (rule for rule in self.rules if rule.matches(parsed.tool.name, [parsed.subject])),
+            None,
+        )
+        return None if rule is None else f"{rule.describe()} does not cover it: {why}"
 
     def _rule_subjects(
         self, parsed: ParsedCall, location: Location | WorkspacePathError | None
