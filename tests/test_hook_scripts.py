@@ -108,6 +108,17 @@ def test_a_script_reached_through_a_symlink_or_an_absolute_path_is_its_real_file
     assert found == (script.resolve(),)
 
 
+def test_a_script_named_from_home_or_with_odd_bytes_is_found_or_passed_over(
+    workspace: Path,
+) -> None:
+    # The fixture's HOME is the project's parent folder.
+    script = write_guard(workspace)
+    (workspace / "loop").symlink_to(workspace / "loop")
+
+    assert scripts_of(workspace, [f"python3 ~/{workspace.name}/{GUARD}"]) == (script.resolve(),)
+    assert scripts_of(workspace, ["python3 hooks/gu\0ard.py loop"]) == ()
+
+
 def test_a_symlink_out_of_the_project_is_not_a_script(workspace: Path) -> None:
     (workspace.parent / "elsewhere.py").write_text("")
     (workspace / "link.py").symlink_to(workspace.parent / "elsewhere.py")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent_tutorial.core.plain_commands import (
+    _HARMLESS_GIT_OPTIONS,
     command_words,
     file_writing_option,
     git_global_option,
@@ -232,3 +233,9 @@ def test_git_options_before_the_subcommand_are_checked_against_the_harmless_ones
 def test_command_words_are_what_the_shell_passes() -> None:
     assert command_words("git log '--out''put=x' a\\ b") == ("git", "log", "--output=x", "a b")
     assert command_words('git log "unclosed') is None
+
+
+@pytest.mark.parametrize("option", sorted(_HARMLESS_GIT_OPTIONS))
+def test_each_harmless_git_option_keeps_a_git_command_plain(option: str) -> None:
+    assert why_not_plain(f"git {option} log -3") is None
+    assert why_not_plain(f"git {option} -c a=b log") is not None

@@ -34,7 +34,6 @@ SCRIPT_SETTING = "hook script"
 """How a hook script is named among the powerful settings folder trust hashes and shows."""
 MISSING = "missing"
 """The digest of a script that is gone (or no longer a regular file)."""
-_CHUNK_BYTES = 1 << 20
 
 
 def hook_script_paths(project_root: Path, hooks: HooksConfig) -> tuple[Path, ...]:
@@ -79,7 +78,7 @@ def _script(root: Path, word: str) -> Path | None:
     """The real path of the regular file `word` names from `root`, if it lies inside and
     outside the state folder (which no command or tool may write anyway, and where a hook
     may keep what it writes)."""
-    if not word or "\0" in word:
+    if "\0" in word:  # no path holds one (and pathlib would raise ValueError)
         return None
     try:
         real = (root / Path(word).expanduser()).resolve(strict=True)
@@ -111,10 +110,7 @@ def file_digest(path: Path) -> str:
         os.close(descriptor)
         return MISSING
     with os.fdopen(descriptor, "rb") as file:
-        digest = hashlib.sha256()
-        while chunk := file.read(_CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def changed_scripts(project_root: Path, command: str, trusted: Mapping[str, str]) -> list[str]:

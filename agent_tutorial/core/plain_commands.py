@@ -121,7 +121,7 @@ def file_writing_option(words: Sequence[str]) -> str | None:
 def is_output_option(word: str) -> bool:
     """`--output…` in any spelling a parser of long options accepts: the name itself, a
     longer name that starts with it, or a prefix of one (`--out`), with or without `=`."""
-    name = word.split("=", 1)[0]
+    name = word.partition("=")[0]
     if name.startswith(_HARMLESS_OUTPUT_PREFIX):
         return False
     if name.startswith(_OUTPUT_OPTION):
@@ -143,4 +143,4 @@ def git_global_option(words: Sequence[str]) -> str | None:
 
 
 def _is_git(words: Sequence[str]) -> bool:
-    return bool(words) and words[0].rsplit("/", 1)[-1] == "git"
+    return bool(words) and words[0].rpartition("/")[2] == "git"
