@@ -512,6 +512,12 @@ def test_a_catastrophic_deny_rule_costs_at_most_a_second_and_still_denies(
     assert RULE_MATCH_TIMEOUT_S * 0.9 <= time.process_time() - started < 1.0
 
 
+def test_a_rule_over_no_subjects_matches_nothing() -> None:
+    rule = PermissionRule(tool="bash", pattern="x", behavior="deny")
+
+    assert not rule.matches("bash", [])
+
+
 def test_a_rule_whose_tool_differs_is_never_searched(workspace: Path) -> None:
     rule = PermissionRule(tool="read_file", pattern=CATASTROPHIC, behavior="deny")
 
