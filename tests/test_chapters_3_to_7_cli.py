@@ -234,7 +234,7 @@ def narrowed_template_rule() -> str:
     lines = TEMPLATE_CONFIG.read_text().splitlines()
     start = lines.index("# [[permissions.rules]]")
     table = [line.removeprefix("# ") for line in lines[start : start + 4]]
-    assert table[-1] == 'behavior = "allow"', table
+    assert table[-2:] == ['pattern = "^git (status|diff|log)( |$)"', 'behavior = "allow"'], table
     return "\n".join(table) + "\n"
 
 

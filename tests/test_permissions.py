@@ -343,9 +343,6 @@ def test_ask_rule_in_auto_mode_still_asks_for_a_chained_command(
 
 TEMPLATE_RULE = PermissionRule(tool="bash", pattern="^git (status|diff|log)", behavior="allow")
 """The template's example before it was narrowed: users copied it, so it must stay safe."""
-TEMPLATE_TEXT = (
-    Path(__file__).parent.parent / ".agent_tutorial.example" / "config.toml"
-).read_text()
 
 
 @pytest.mark.parametrize(
@@ -434,6 +431,8 @@ def test_the_template_allow_rule_still_covers_a_plain_git_command(
 NARROWED_TEMPLATE_RULE = PermissionRule(
     tool="bash", pattern="^git (status|diff|log)( |$)", behavior="allow"
 )
+"""The template's example now (test_chapters_3_to_7_cli.py checks the template says so;
+this file runs under `make mutate`, where the template is not copied)."""
 
 
 @pytest.mark.parametrize(
@@ -450,8 +449,6 @@ NARROWED_TEMPLATE_RULE = PermissionRule(
 def test_the_narrowed_template_rule_names_whole_subcommands(
     workspace: Path, command: str, decision: Decision
 ) -> None:
-    assert NARROWED_TEMPLATE_RULE.pattern is not None
-    assert NARROWED_TEMPLATE_RULE.pattern in TEMPLATE_TEXT
     policy = PermissionPolicy(Workspace(workspace), rules=[NARROWED_TEMPLATE_RULE])
 
     assert policy.decide(parse("bash", command=command)).decision == decision
