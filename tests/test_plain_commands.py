@@ -156,6 +156,16 @@ def test_a_command_that_sets_its_environment_is_not_plain() -> None:
         ('"a"*', True),
         ("'a'$b", True),
         ("plain words", False),
+        ("\\a$b", True),  # the backslash keeps only the next character
+        ("\\**", True),
+        ('"\\\\$HOME"', True),  # an escaped backslash, then `$`
+        ('"a\\"$b"', True),  # an escaped quote does not end the string
+        ("'a\\'$b", True),  # no escapes in single quotes: it ended before `$`
+        ("X$b", True),
+        ("'open $b", True),
+        ('"open', False),
+        ("end\\", False),
+        ("a\n*", True),
     ],
 )
 def test_expansion_is_seen_only_outside_the_quotes_that_stop_it(

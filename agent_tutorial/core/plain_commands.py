@@ -27,6 +27,13 @@ SHELL_CHAINING = re.compile(r"[;&|<>`\n\r]|\$\(")
 _EXPANDING = frozenset("$*?[{")
 """Characters that make bash rewrite a word outside single quotes: `$X`, `${X:---output=F}`,
 globs (a file named `--output=F` matched by `*`) and braces (`--{out,}put=F`)."""
+_SHELL_PIECES = re.compile(
+    r"""\\.|'[^']*'|"(?P<double>(?:\\.|[^"\\])*)"|(?P<plain>[^\\'"]+)|.""", re.DOTALL
+)
+"""A command line as bash reads its quoting: an escaped character, a single-quoted string
+(nothing expands), a double-quoted one (`$` expands), plain text, or a quote left open (the
+command then cannot be split, and is not plain anyway)."""
+_ESCAPED = re.compile(r"\\.", re.DOTALL)
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 """`GIT_DIR=elsewhere git log`: the command runs with an environment the rule never saw."""
 
@@ -76,23 +83,11 @@ def why_not_plain(command: str) -> str | None:
 def has_unquoted_expansion(command: str) -> bool:
     """Whether bash would expand something in `command`: `$` outside single quotes, or a
     glob or brace character outside any quotes. A backslash keeps the next character."""
-    quote: str | None = None
-    escaped = False
-    for character in command:
-        if escaped:
-            escaped = False
-        elif quote == "'":
-            quote = None if character == "'" else quote
-        elif character == "\\":
-            escaped = True
-        elif quote == '"':
-            if character == '"':
-                quote = None
-            elif character == "$":
-                return True
-        elif character in "'\"":
-            quote = character
-        elif character in _EXPANDING:
+    for piece in _SHELL_PIECES.finditer(command):
+        double_quoted, unquoted = piece.group("double"), piece.group("plain")
+        if double_quoted is not None and any("$" in part for part in _ESCAPED.split(double_quoted)):
+            return True
+        if unquoted is not None and not _EXPANDING.isdisjoint(unquoted):
             return True
     return False
 
