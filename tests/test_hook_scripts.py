@@ -97,6 +97,16 @@ def test_a_word_that_is_no_script_inside_the_project_is_not_counted(
     assert scripts_of(workspace, [command]) == ()
 
 
+@pytest.mark.parametrize("name", ["hooks/guard.py", "hooks/my guard.py", "hooks/g+uard@2.py"])
+def test_a_quoted_or_odd_name_is_read_as_bash_reads_it(workspace: Path, name: str) -> None:
+    script = workspace / name
+    script.parent.mkdir()
+    script.write_text("")
+
+    assert scripts_of(workspace, [f"python3 {shlex.quote(name)} x"]) == (script.resolve(),)
+    assert scripts_of(workspace, [f'python3 "{name}"']) == (script.resolve(),)
+
+
 def test_a_script_reached_through_a_symlink_or_an_absolute_path_is_its_real_file(
     workspace: Path,
 ) -> None:
@@ -161,6 +171,8 @@ def test_a_digest_is_of_the_bytes_and_missing_for_no_regular_file(workspace: Pat
     assert first != file_digest(script)
     assert file_digest(workspace / "nothing") == MISSING
     assert file_digest(workspace) == MISSING
+    os.mkfifo(workspace / "fifo")  # a script swapped for a pipe must not hang the check
+    assert file_digest(workspace / "fifo") == MISSING
     assert script_digests(workspace, [script.resolve()]) == {GUARD: file_digest(script)}
 
 
