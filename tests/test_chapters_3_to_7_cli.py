@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_tutorial.adapters.sandbox import sandbox_available
 from agent_tutorial.bootstrap import AgentDeps, build_agent
 from agent_tutorial.config import Settings
 from agent_tutorial.core.events import Event, EventBus, PermissionDecided
@@ -227,6 +228,24 @@ def test_ch3_git_log_writing_a_file_through_its_options_is_not_allowed_by_the_te
     assert denied.startswith("Error [permission_denied]")
     assert "does not cover it: its option '--output=Makefile' could make it write" in denied
     assert "one" in tool_reply_for(loopback, 1, "b2")
+
+
+@pytest.mark.skipif(sandbox_available() is not None, reason="no sandbox on this system")
+def test_ch3_a_command_an_allow_rule_covers_still_runs_in_the_sandbox(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    committed_repository(workspace)
+    write_state(workspace, "config.toml", narrowed_template_rule())
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": "git log -1 --format=%s"})]), text_stream("ok")
+    )
+
+    result = run_cli("run", "--trust-project", "--chapter", "3", "--prompt", "log?")
+
+    assert result.exit_code == 0, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "• bash git log" in line]
+    assert "  sandboxed  " in line
+    assert "one" in tool_reply_for(loopback, 1, "b1")
 
 
 def narrowed_template_rule() -> str:
