@@ -76,7 +76,7 @@ class CommandHook:
         if changed:
             raise HookError(
                 f"{self.name} was not run: {', '.join(changed)} changed since the session "
-                "started (check it, then `agent-tutorial trust` and a new session run it)"
+                "started (check it, run `agent-tutorial trust`, then start the agent again)"
             )
 
     @property
