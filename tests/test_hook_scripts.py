@@ -274,6 +274,25 @@ def test_a_folder_never_trusted_names_no_change(
     assert f"ignored: hooks, hook script {GUARD} (`agent-tutorial trust` applies" in result.stderr
 
 
+def test_a_script_whose_real_name_is_not_utf8_is_named_with_an_escape(
+    run_cli: RunCli, workspace: Path
+) -> None:
+    # The command is UTF-8 (TOML is), but a link in it may lead to a name that is not.
+    odd = Path(os.fsdecode(bytes(workspace) + b"/hooks/caf\xe9.py"))
+    odd.parent.mkdir()
+    odd.write_text("")
+    (workspace / "hooks" / "guard.py").symlink_to(odd)
+    write_state(workspace, "config.toml", hooks_toml())
+
+    settings = read_project_settings(workspace)
+    trusted = run_cli("trust")
+
+    assert "hook script hooks/caf\\xe9.py" in settings.powerful
+    assert settings.digest  # hashable: no lone surrogate reaches the JSON encoder
+    assert trusted.exit_code == 0, trusted.stderr
+    assert "hook script hooks/caf\\xe9.py = " in trusted.stdout
+
+
 # --- the runner re-checks before each run -----------------------------------------------
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.paths import STATE_DIR
+from agent_tutorial.core.text import encodable
 
 SCRIPT_SETTING = "hook script"
 """How a hook script is named among the powerful settings folder trust hashes and shows."""
@@ -94,10 +95,11 @@ def _script(root: Path, word: str) -> Path | None:
 
 
 def script_digests(project_root: Path, scripts: Sequence[Path]) -> dict[str, str]:
-    """Each script by its path relative to the project root, with the SHA-256 of what it
+    """Each script by its path relative to the project root (a byte that is not UTF-8 shown
+    as `\\xe9`, so the name can be hashed, stored and shown), with the SHA-256 of what it
     holds now (`MISSING` when it is gone)."""
     root = project_root.resolve()
-    return {path.relative_to(root).as_posix(): file_digest(path) for path in scripts}
+    return {encodable(path.relative_to(root).as_posix()): file_digest(path) for path in scripts}
 
 
 def file_digest(path: Path) -> str:
