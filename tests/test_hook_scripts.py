@@ -290,7 +290,8 @@ def test_a_script_whose_real_name_is_not_utf8_is_named_with_an_escape(
     assert "hook script hooks/caf\\xe9.py" in settings.powerful
     assert settings.digest  # hashable: no lone surrogate reaches the JSON encoder
     assert trusted.exit_code == 0, trusted.stderr
-    assert "hook script hooks/caf\\xe9.py = " in trusted.stdout
+    digest = settings.powerful["hook script hooks/caf\\xe9.py"]
+    assert f"  hook script hooks/caf\\xe9.py: sha256 {digest[:12]}…\n" in trusted.stdout
 
 
 # --- the runner re-checks before each run -----------------------------------------------

@@ -167,12 +167,16 @@ def describe_powerful(powerful: Mapping[str, Any]) -> list[str]:
     """One line per setting, one per hook command."""
     import orjson
 
+    from agent_tutorial.adapters.hook_scripts import SCRIPT_SETTING
     from agent_tutorial.features.redaction import mask_url_passwords
 
     lines: list[str] = []
     for name, value in powerful.items():
         if name in HOOK_SETTINGS and isinstance(value, dict):
             lines += [f"{name}: {event} runs {command}" for event, command in _commands(value)]
+            continue
+        if name.startswith(SCRIPT_SETTING):  # its content, by a hash: enough to tell apart
+            lines.append(f"{name}: sha256 {str(value)[:12]}…")
             continue
         shown = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
         lines.append(f"{name} = {mask_url_passwords(shown)}")
