@@ -48,6 +48,7 @@ from pydantic_settings import (
 )
 
 from agent_tutorial.adapters.chat_wire import WireOptions
+from agent_tutorial.adapters.hook_scripts import SCRIPT_SETTING as SCRIPT_SETTING
 from agent_tutorial.adapters.hook_scripts import trusted_script_settings
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
 from agent_tutorial.adapters.text_calls import ToolCallMode

@@ -167,7 +167,7 @@ def describe_powerful(powerful: Mapping[str, Any]) -> list[str]:
     """One line per setting, one per hook command."""
     import orjson
 
-    from agent_tutorial.adapters.hook_scripts import SCRIPT_SETTING
+    from agent_tutorial.config import SCRIPT_SETTING
     from agent_tutorial.features.redaction import mask_url_passwords
 
     lines: list[str] = []
