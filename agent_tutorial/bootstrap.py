@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Literal
 
 from agent_tutorial.adapters.filesystem import Workspace
-from agent_tutorial.adapters.hook_runner import command_hook
+from agent_tutorial.adapters.hook_runner import command_hooks_in
+from agent_tutorial.adapters.hook_scripts import hook_script_paths
 from agent_tutorial.adapters.sandbox import (
     SandboxUnavailableError,
     private_temporary_directory,
@@ -227,13 +228,27 @@ def open_sandbox(
             f"sandbox {mode!r} was asked for, but the sandbox is not available here: {reason}. "
             "To run bash without one, pass --sandbox off."
         )
-    policy = _sandbox_policy(settings, mode, project, opened)
+    scripts = _hook_scripts(profile, settings, project.root)
+    policy = _sandbox_policy(settings, mode, project, opened, protected=scripts)
     _refuse_unusable_workspace(policy, project.workspace)
     return SessionSandbox(policy)
 
 
+def _hook_scripts(profile: ChapterProfile, settings: Settings, root: Path) -> tuple[Path, ...]:
+    """The files the session's hooks run (chapter 4): hooks run outside the sandbox, so
+    neither a file tool nor a sandboxed command may rewrite them."""
+    if Capability.HOOKS not in profile:
+        return ()
+    return hook_script_paths(root, settings.hooks)
+
+
 def _sandbox_policy(
-    settings: Settings, mode: SandboxMode, project: Project, opened: ExitStack
+    settings: Settings,
+    mode: SandboxMode,
+    project: Project,
+    opened: ExitStack,
+    *,
+    protected: tuple[Path, ...],
 ) -> SandboxPolicy:
     user_settings = user_config_path().parent.absolute()
     # Made now if missing, so that it is covered like any other: where the workspace holds
@@ -251,6 +266,7 @@ def _sandbox_policy(
         # The user's settings, wherever XDG_CONFIG_HOME puts them (under the home directory
         # they are hidden already).
         also_hidden=(user_settings,),
+        protected=protected,
     )
 
 
@@ -290,6 +306,9 @@ class AgentDeps:
     window: ContextWindow | None = None
     """The session's one window holder, shared with the model client; None: one from the
     settings, of this agent alone."""
+    hook_snapshot: Mapping[str, Mapping[str, str]] | None = None
+    """The hook scripts' digests as the process found them (`hook_scripts.hook_snapshot`),
+    which hooks must still match to run; None: as they are now."""
 
 
 @dataclass(frozen=True)
@@ -389,9 +408,8 @@ def _hooks(profile: ChapterProfile, deps: AgentDeps, redactor: Redactor) -> Hook
     if Capability.HOOKS not in profile:
         return None
     config = deps.settings.hooks
-    return HookRegistry.from_config(
-        config, deps.project.workspace, command_hook, redaction=redactor
-    )
+    hooks = command_hooks_in(deps.project.root, deps.hook_snapshot)
+    return HookRegistry.from_config(config, deps.project.workspace, hooks, redaction=redactor)
 
 
 def _add_todos_and_task(
@@ -556,7 +574,11 @@ def _add_core_tools(
         tools.register(bash_tool(workspace, bash))
     if Capability.FILE_TOOLS in profile:
         read_only = settings.sandbox == "read-only"  # Codex's read-only: no file changes
-        for tool in file_tools(workspace, state_dir=state_dir, read_only=read_only):
+        scripts = _hook_scripts(profile, settings, deps.project.root)
+        tools_for_files = file_tools(
+            workspace, state_dir=state_dir, read_only=read_only, protected=scripts
+        )
+        for tool in tools_for_files:
             tools.register(tool)
     if Capability.SEARCH_TOOLS in profile:
         budget_s = settings.grep_time_budget_s

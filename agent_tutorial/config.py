@@ -49,6 +49,8 @@ from pydantic_settings import (
 from pydantic_settings.sources.utils import parse_env_vars
 
 from agent_tutorial.adapters.chat_wire import WireOptions
+from agent_tutorial.adapters.hook_scripts import SCRIPT_SETTING as SCRIPT_SETTING
+from agent_tutorial.adapters.hook_scripts import trusted_script_settings
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
 from agent_tutorial.adapters.text_calls import ToolCallMode
 from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
@@ -66,6 +68,7 @@ from agent_tutorial.features.compaction.settings import CompactionSettings
 from agent_tutorial.features.redaction import mask_url_passwords
 
 DEMO_MODEL = "demo"
+_API_KEY = "api_key"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 # Upper bounds of the numeric settings: far beyond any real use, low enough that no value
@@ -357,7 +360,8 @@ class ProjectSettings:
     plain_dotenv: Mapping[str, Any]
     powerful: Mapping[str, Any]
     """Each powerful setting found: a TOML one by its setting name (`hooks`,
-    `permissions.rules`: the allow rules), a `.env` line by its variable."""
+    `permissions.rules`: the allow rules), a `.env` line by its variable, and each project
+    file a hook command names as `hook script NAME` with its SHA-256."""
     dotenv_path: Path
     dotenv_lines: Mapping[str, str | None]
     """Every variable of `.env` as python-dotenv parsed it, settings or not: the key that
@@ -373,7 +377,7 @@ class ProjectSettings:
     @property
     def digest(self) -> str:
         """What trusting the folder trusts: a hash of the powerful settings' values (their
-        layout and comments may change; the scripts a hook calls are not covered)."""
+        layout and comments may change), the hook scripts' contents among them."""
         text = orjson.dumps(self.powerful, option=orjson.OPT_SORT_KEYS, default=str)
         return hashlib.sha256(text).hexdigest()
 
@@ -389,6 +393,8 @@ def read_project_settings(root: Path) -> ProjectSettings:
     plain_toml, powerful_toml = _split_power(toml, _toml_name, state_dir / "config.toml")
     plain_dotenv, powerful_dotenv = _split_power(dotenv, _dotenv_name, dotenv_path)
     powerful = {**powerful_toml, **powerful_dotenv}
+    hooks = [value for key, value in powerful.items() if _setting_of(key) == "hooks"]
+    powerful |= trusted_script_settings(root, hooks)  # trusting hooks trusts what they run
     return ProjectSettings(
         toml, dotenv, plain_toml, plain_dotenv, powerful, dotenv_path, dotenv_lines=lines
     )
@@ -516,11 +522,18 @@ def key_from_project_dotenv(settings: Settings, project: ProjectSettings) -> str
     if settings.api_key is None or settings.is_demo:
         return None
     key = settings.api_key.get_secret_value()
+    spellings = _key_variables(settings)
+    if any(os.environ.get(name) == key for name in os.environ if name.lower() in spellings):
+        return None
     lines = project.dotenv_lines
-    for name in dict.fromkeys(("OPENAI_API_KEY", settings.api_key_env)):
-        if not os.environ.get(name) and lines.get(name) == key:
-            return name
-    return None
+    return next((name for name in lines if name.lower() in spellings and lines[name] == key), None)
+
+
+def _key_variables(settings: Settings) -> frozenset[str]:
+    """Every name, lower-cased, a variable that gives the key may have (settings are
+    case-insensitive: `openai_api_key=` in `.env` is the key too)."""
+    names = {alias for alias, setting in _ALIASES.items() if setting == _API_KEY}
+    return frozenset({_API_KEY, settings.api_key_env.lower(), *names})
 
 
 def refuse_unusable_state_dir(state_dir: Path) -> None:
@@ -573,10 +586,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read {path}: {error}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"cannot read {path}: it is not UTF-8 text") from None
-    if "api_key" in values:
+    key = next((key for key in values if _setting_of(key) == _API_KEY), None)
+    if key is not None:  # any spelling: `OPENAI_API_KEY` or `Api_Key` would be sent too
         raise ConfigError(
-            f"{path} holds an api_key; keys belong in the environment or .agent_tutorial/.env. "
-            "Name the variable with api_key_env instead."
+            f"{path} holds an api_key ({key!r}); keys belong in the environment or "
+            ".agent_tutorial/.env. Name the variable with api_key_env instead."
         )
     return values
 

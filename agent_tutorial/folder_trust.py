@@ -6,8 +6,9 @@ as Codex CLI loads a project's config only for a trusted project and Claude Code
 "trust this folder?". `agent-tutorial trust` (or a yes in the REPL) records the project's
 real path with a hash of those settings' text in the user's own config folder,
 `$XDG_CONFIG_HOME/agent-tutorial/trusted-projects.json`; a later change to them no longer
-matches, and the folder is untrusted until trusted again. The hash covers the settings,
-not the scripts a hook calls.
+matches, and the folder is untrusted until trusted again. The hash covers the settings
+and the project files a hook command names (`adapters.hook_scripts`): a changed
+`hooks/guard.py` untrusts the folder as a changed hook command does.
 
 Nothing in a project can set trust: the store lives with the user's config, is written
 atomically (a temporary file, fsync, rename) with mode 0600, and one that is a symlink,
@@ -18,10 +19,11 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -50,16 +52,48 @@ def is_trusted(root: Path, settings_digest: str) -> bool:
     return isinstance(entry, dict) and entry.get("settings_sha256") == settings_digest
 
 
-def record_trust(root: Path, settings_digest: str) -> Path:
-    """Trust the project at `root` with these powerful settings; returns the store's path."""
+def record_trust(
+    root: Path, settings_digest: str, powerful: Mapping[str, Any] | None = None
+) -> Path:
+    """Trust the project at `root` with these powerful settings; returns the store's path.
+    With `powerful` given, each setting's own hash is kept too, so a later run can say
+    which one changed (`changed_since_trusted`)."""
     path = trust_store_path()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with _locked(path.parent):
         projects = _read_store(path)
-        projects[_key(root)] = {"settings_sha256": settings_digest}
+        projects[_key(root)] = {
+            "settings_sha256": settings_digest,
+            "each_sha256": setting_digests(powerful or {}),
+        }
         data = {"format_version": FORMAT_VERSION, "projects": projects}
         _replace_atomically(path, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     return path
+
+
+def changed_since_trusted(root: Path, powerful: Mapping[str, Any]) -> list[str]:
+    """The powerful settings (a hook script among them) that differ from those the user
+    last trusted at `root`: changed, added or gone. None when the folder was never trusted
+    (or trusted before settings were hashed one by one)."""
+    entry = _read_store(trust_store_path()).get(_key(root))
+    recorded = entry.get("each_sha256") if isinstance(entry, dict) else None
+    if not isinstance(recorded, dict) or not recorded:
+        return []
+    now = setting_digests(powerful)
+    return [
+        name for name in dict.fromkeys([*now, *recorded]) if now.get(name) != recorded.get(name)
+    ]
+
+
+def setting_digests(powerful: Mapping[str, Any]) -> dict[str, str]:
+    """Each powerful setting by name, with a hash of its value (as `ProjectSettings.digest`
+    hashes them all)."""
+    return {
+        name: hashlib.sha256(
+            orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+        ).hexdigest()
+        for name, value in powerful.items()
+    }
 
 
 def _key(root: Path) -> str:

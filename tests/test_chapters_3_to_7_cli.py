@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_tutorial.adapters.sandbox import sandbox_available
 from agent_tutorial.bootstrap import AgentDeps, build_agent
 from agent_tutorial.config import Settings
 from agent_tutorial.core.events import Event, EventBus, PermissionDecided
@@ -186,6 +187,75 @@ def test_ch3_config_rule_allows_git_status_without_a_terminal(
     assert not tool_reply_for(loopback, 1, "b1").startswith("Error [")
     assert tool_reply_for(loopback, 1, "b2").startswith("Error [permission_denied]")
     assert not (workspace / "made.txt").exists()
+
+
+TEMPLATE_CONFIG = Path(__file__).parent.parent / ".agent_tutorial.example" / "config.toml"
+OLD_TEMPLATE_RULE = (
+    '[[permissions.rules]]\ntool = "bash"\npattern = "^git (status|diff|log)"\nbehavior = "allow"\n'
+)
+
+
+def committed_repository(workspace: Path) -> None:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "one"], cwd=workspace, check=True)
+
+
+@pytest.mark.parametrize("rule", ["the rule users copied", "the narrowed template rule"])
+def test_ch3_git_log_writing_a_file_through_its_options_is_not_allowed_by_the_template_rule(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, rule: str
+) -> None:
+    # The attack from issue 27: `git log --output=F` writes any file, and the template's
+    # allow rule used to let it through in `ask` mode without a question.
+    committed_repository(workspace)
+    (workspace / "Makefile").write_text("all:\n\ttrue\n")
+    config = OLD_TEMPLATE_RULE if rule == "the rule users copied" else narrowed_template_rule()
+    write_state(workspace, "config.toml", config)
+    loopback.queue(
+        tool_stream(
+            [
+                ("b1", "bash", {"command": "git log -1 --format=x --output=Makefile"}),
+                ("b2", "bash", {"command": "git log -1 --format=%s"}),
+            ]
+        ),
+        text_stream("Done."),
+    )
+
+    result = run_cli("run", "--trust-project", "--chapter", "3", "--prompt", "log?")
+
+    assert result.exit_code == 0, result.stderr
+    assert (workspace / "Makefile").read_text() == "all:\n\ttrue\n"
+    denied = tool_reply_for(loopback, 1, "b1")
+    assert denied.startswith("Error [permission_denied]")
+    assert "does not cover it: its option '--output=Makefile' could make it write" in denied
+    assert "one" in tool_reply_for(loopback, 1, "b2")
+
+
+@pytest.mark.skipif(sandbox_available() is not None, reason="no sandbox on this system")
+def test_ch3_a_command_an_allow_rule_covers_still_runs_in_the_sandbox(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    committed_repository(workspace)
+    write_state(workspace, "config.toml", narrowed_template_rule())
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": "git log -1 --format=%s"})]), text_stream("ok")
+    )
+
+    result = run_cli("run", "--trust-project", "--chapter", "3", "--prompt", "log?")
+
+    assert result.exit_code == 0, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "• bash git log" in line]
+    assert "  sandboxed  " in line
+    assert "one" in tool_reply_for(loopback, 1, "b1")
+
+
+def narrowed_template_rule() -> str:
+    """The allow rule the template shows, uncommented as a user would."""
+    lines = TEMPLATE_CONFIG.read_text().splitlines()
+    start = lines.index("# [[permissions.rules]]")
+    table = [line.removeprefix("# ") for line in lines[start : start + 4]]
+    assert table[-2:] == ['pattern = "^git (status|diff|log)( |$)"', 'behavior = "allow"'], table
+    return "\n".join(table) + "\n"
 
 
 def test_ch3_config_deny_rule_holds_even_in_auto_mode(

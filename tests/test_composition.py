@@ -105,7 +105,7 @@ def test_a_key_named_by_api_key_env_is_read_from_the_same_single_open(
         env={"OPENAI_API_KEY": ""},
     )
 
-    assert "using SERVICE_TOKEN from the project's .env" in stderr
+    assert "using SERVICE_TOKEN from .agent_tutorial/.env in " in stderr
     assert loopback.headers[0]["authorization"] == "Bearer tok-0123456789abcdef"
     assert (dotenv_opens, toml_opens) == (1, 1)
 

@@ -259,7 +259,8 @@ def test_a_key_from_the_project_env_is_named_once_on_stderr(
     result = run_cli("run", "-c", "1", "-p", "hi", env={"OPENAI_API_KEY": None})
 
     assert result.exit_code == 0, result.stderr
-    assert "OPENAI_API_KEY from the project's .env" in one_line_with(result.stderr, ".env")
+    line = one_line_with(result.stderr, ".env")
+    assert line == f"using OPENAI_API_KEY from .agent_tutorial/.env in {workspace}"
     assert loopback.headers[0]["authorization"] == "Bearer sk-the-projects-own-key-123"
 
 
@@ -273,6 +274,87 @@ def test_a_key_from_the_environment_is_not_remarked_on(
 
     assert ".env" not in result.stderr
     assert loopback.headers[0]["authorization"] == f"Bearer {TEST_API_KEY}"
+
+
+@pytest.mark.parametrize(
+    "name", ["openai_api_key", "Openai_Api_Key", "AGENT_TUTORIAL_API_KEY", "agent_tutorial_api_key"]
+)
+def test_a_key_from_the_project_env_in_any_spelling_is_used_and_named(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, name: str
+) -> None:
+    # A cloned project's `.env` used to hand over its key silently in lower case.
+    write_state(workspace, ".env", f"{name}=sk-the-projects-own-key-123\n")
+    loopback.queue(text_stream("ok"))
+
+    result = run_cli("run", "-c", "1", "-p", "hi", env={"OPENAI_API_KEY": None})
+
+    assert result.exit_code == 0, result.stderr
+    line = one_line_with(result.stderr, ".env")
+    assert line == f"using {name} from .agent_tutorial/.env in {workspace}"
+    assert loopback.headers[0]["authorization"] == "Bearer sk-the-projects-own-key-123"
+
+
+def test_a_key_the_environment_gives_in_lower_case_is_not_remarked_on(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    write_state(workspace, ".env", "openai_api_key=sk-the-projects-own-key-123\n")
+    loopback.queue(text_stream("ok"))
+    env = {"OPENAI_API_KEY": None, "openai_api_key": "sk-the-users-own-key-456"}
+
+    result = run_cli("run", "-c", "1", "-p", "hi", env=env)
+
+    assert result.exit_code == 0, result.stderr
+    assert ".env" not in result.stderr
+    assert loopback.headers[0]["authorization"] == "Bearer sk-the-users-own-key-456"
+
+
+def test_another_variable_of_the_project_env_holding_the_same_text_is_not_named(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # Only a variable that gives the key is named: the user's key from the environment,
+    # repeated under another name in `.env`, did not come from the project.
+    write_state(workspace, ".env", f"BACKUP_KEY={TEST_API_KEY}\n")
+    loopback.queue(text_stream("ok"))
+
+    result = run_cli("run", "-c", "1", "-p", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert ".env" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'api_key = "sk-oops"',
+        'OPENAI_API_KEY = "sk-oops"',
+        'openai_api_key = "sk-oops"',
+        'Api_Key = "sk-oops"',
+        'AGENT_TUTORIAL_API_KEY = "sk-oops"',
+    ],
+)
+def test_a_key_in_the_project_config_toml_in_any_spelling_is_refused(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, line: str
+) -> None:
+    write_state(workspace, "config.toml", line + "\n")
+
+    result = run_cli("run", "-c", "1", "-p", "hi", env={"OPENAI_API_KEY": None})
+
+    assert result.exit_code == 2
+    key = line.split(" ", 1)[0]
+    assert f"holds an api_key ({key!r}); keys belong in the environment" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert loopback.requests == []
+
+
+def test_naming_the_key_variable_in_the_project_config_toml_is_not_a_key(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    write_state(workspace, "config.toml", 'api_key_env = "OPENAI_API_KEY"\n')
+    loopback.queue(text_stream("ok"))
+
+    result = run_cli("run", "-c", "1", "-p", "hi")
+
+    assert result.exit_code == 0, result.stderr
 
 
 # --- trusting, and asking again after a change --------------------------------------------

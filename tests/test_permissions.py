@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import re
+import time
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from agent_tutorial.approval import (
 from agent_tutorial.core.loop import AgentRunner
 from agent_tutorial.core.messages import ToolMessage, tool_call, validate_tool_pairing
 from agent_tutorial.core.permissions import (
+    RULE_MATCH_TIMEOUT_S,
     ApprovalAnswer,
     ApprovalRequest,
     Decision,
@@ -343,6 +345,186 @@ def test_ask_rule_in_auto_mode_still_asks_for_a_chained_command(
 
     assert (record.decision, record.source) == ("ask", "rule")
     assert policy.decide(parse("bash", command="ls; git pull")).decision == "allow"
+
+
+TEMPLATE_RULE = PermissionRule(tool="bash", pattern="^git (status|diff|log)", behavior="allow")
+"""The template's example before it was narrowed: users copied it, so it must stay safe."""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git log -1 --format=x --output=Makefile",
+        "git log -1 --output Makefile",
+        "git log --outp=Makefile",
+        "git diff --output-directory=out",
+        "git -c core.pager=sh log",
+        "git log ${X:---output=Makefile}",
+        "git log *",
+    ],
+)
+def test_the_template_allow_rule_does_not_cover_a_command_that_writes_through_its_options(
+    workspace: Path, command: str
+) -> None:
+    policy = PermissionPolicy(Workspace(workspace), rules=[TEMPLATE_RULE])
+
+    record = policy.decide(parse("bash", command=command))
+
+    assert (record.decision, record.source) == ("ask", "default")
+
+
+def test_the_question_says_why_the_allow_rule_does_not_cover_the_command(
+    workspace: Path,
+) -> None:
+    policy = PermissionPolicy(Workspace(workspace), rules=[TEMPLATE_RULE])
+
+    record = policy.decide(parse("bash", command="git log --output=Makefile"))
+
+    assert record.reason == (
+        "execute tools need approval in permission mode 'ask'; "
+        "rule tool='bash' pattern='^git (status|diff|log)' behavior='allow' does not cover "
+        "it: its option '--output=Makefile' could make it write a file or obey other settings"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git push", "git push --output=x", "git log"],  # no allow rule matches / it is covered
+)
+def test_the_question_names_no_rule_that_would_not_have_covered_it_anyway(
+    workspace: Path, command: str
+) -> None:
+    rules = [TEMPLATE_RULE, PermissionRule(tool="read_file", behavior="allow")]
+    policy = PermissionPolicy(Workspace(workspace), rules=rules)
+
+    record = policy.decide(parse("bash", command=command))
+
+    assert "does not cover" not in record.reason
+
+
+def test_a_deny_rule_whose_pattern_matches_is_not_named_as_not_covering(
+    workspace: Path,
+) -> None:
+    rule = PermissionRule(tool="bash", pattern="^git", behavior="deny")
+    policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule])
+
+    record = policy.decide(parse("bash", command="git log; ls"))
+
+    assert (record.decision, record.source) == ("deny", "rule")
+    assert "does not cover" not in record.reason
+
+
+def test_an_uncovered_write_is_still_a_plain_default_question(workspace: Path) -> None:
+    # A path is never a command: the rule misses the real path (`git log --output=x`), and
+    # that the written path would not be a plain command is no reason to name it.
+    rule = PermissionRule(tool="*", pattern=r"^\./git", behavior="allow")
+    policy = PermissionPolicy(Workspace(workspace), rules=[rule])
+
+    record = policy.decide(parse("write_file", path="./git log --output=x"))
+
+    assert record.reason == "write tools need approval in permission mode 'ask'"
+
+
+@pytest.mark.parametrize("command", ["git log", "git log -1 --format=%h", "git diff --stat"])
+def test_the_template_allow_rule_still_covers_a_plain_git_command(
+    workspace: Path, command: str
+) -> None:
+    policy = PermissionPolicy(Workspace(workspace), rules=[TEMPLATE_RULE])
+
+    assert policy.decide(parse("bash", command=command)).decision == "allow"
+
+
+NARROWED_TEMPLATE_RULE = PermissionRule(
+    tool="bash", pattern="^git (status|diff|log)( |$)", behavior="allow"
+)
+"""The template's example now (test_chapters_3_to_7_cli.py checks the template says so;
+this file runs under `make mutate`, where the template is not copied)."""
+
+
+@pytest.mark.parametrize(
+    ("command", "decision"),
+    [
+        ("git status", "allow"),
+        ("git diff --stat", "allow"),
+        ("git log -3", "allow"),
+        ("git difftool --extcmd=sh", "ask"),
+        ("git diff-tree -p HEAD", "ask"),
+        ("git logx", "ask"),
+    ],
+)
+def test_the_narrowed_template_rule_names_whole_subcommands(
+    workspace: Path, command: str, decision: Decision
+) -> None:
+    policy = PermissionPolicy(Workspace(workspace), rules=[NARROWED_TEMPLATE_RULE])
+
+    assert policy.decide(parse("bash", command=command)).decision == decision
+
+
+def test_a_deny_rule_still_applies_to_a_command_an_allow_rule_cannot_cover(
+    workspace: Path,
+) -> None:
+    # Only allow rules are held to plain commands; a deny rule sees every spelling.
+    rule = PermissionRule(tool="bash", pattern="--output", behavior="deny")
+    policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule, TEMPLATE_RULE])
+
+    assert policy.decide(parse("bash", command="git log --output=x")).decision == "deny"
+    assert policy.decide(parse("bash", command="git log $(x) --output=y")).decision == "deny"
+
+
+CATASTROPHIC = "^(a|a)*$"  # the regex module defuses `(a+)+$`, not this one
+SLOW_SUBJECT = "a" * 200 + "!"
+
+
+@pytest.mark.parametrize("behavior", ["deny", "ask"])
+def test_a_narrowing_rule_whose_regex_times_out_counts_as_matching(behavior: Decision) -> None:
+    rule = PermissionRule(tool="bash", pattern=CATASTROPHIC, behavior=behavior)
+
+    assert rule.matches("bash", [SLOW_SUBJECT], timeout_s=0.05)
+    assert not rule.matches("bash", ["b"], timeout_s=0.05)
+
+
+def test_an_allow_rule_whose_regex_times_out_counts_as_not_matching() -> None:
+    rule = PermissionRule(tool="bash", pattern=CATASTROPHIC, behavior="allow")
+
+    assert not rule.matches("bash", [SLOW_SUBJECT], timeout_s=0.05)
+    assert rule.matches("bash", ["aaa"], timeout_s=0.05)
+
+
+def test_a_rule_shares_its_time_between_the_subjects() -> None:
+    # Two subjects that each take the whole budget still cost about one budget.
+    rule = PermissionRule(tool="read_file", pattern=CATASTROPHIC, behavior="deny")
+    started = time.process_time()
+
+    assert rule.matches("read_file", [SLOW_SUBJECT, SLOW_SUBJECT], timeout_s=0.2)
+
+    assert time.process_time() - started < 0.35
+
+
+def test_a_catastrophic_deny_rule_costs_at_most_a_second_and_still_denies(
+    workspace: Path,
+) -> None:
+    # The real budget, through the policy: the attack from the issue (seconds per
+    # character) now ends within RULE_MATCH_TIMEOUT_S, and the call is denied.
+    rule = PermissionRule(tool="bash", pattern=CATASTROPHIC, behavior="deny")
+    policy = PermissionPolicy(Workspace(workspace), mode="auto", rules=[rule])
+    started = time.process_time()  # the regex module's clock: processor time, not the wall's
+
+    record = policy.decide(parse("bash", command=SLOW_SUBJECT))
+
+    assert (record.decision, record.source) == ("deny", "rule")
+    assert RULE_MATCH_TIMEOUT_S * 0.9 <= time.process_time() - started < 1.0
+
+
+def test_a_rule_over_no_subjects_matches_nothing() -> None:
+    rule = PermissionRule(tool="bash", pattern="x", behavior="deny")
+
+    assert not rule.matches("bash", [])
+
+
+def test_a_rule_whose_tool_differs_is_never_searched(workspace: Path) -> None:
+    rule = PermissionRule(tool="read_file", pattern=CATASTROPHIC, behavior="deny")
+
+    assert not rule.matches("bash", [SLOW_SUBJECT], timeout_s=0.05)
 
 
 @pytest.mark.parametrize(

@@ -220,6 +220,7 @@ OS_FACING = (
     "processes",
     "escapees",
     "hook_runner",
+    "hook_scripts",
 )
 TOP_LEVEL = {
     COMPOSITION: (

@@ -15,7 +15,7 @@ import re
 import secrets
 import stat
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from operator import attrgetter
@@ -102,12 +102,16 @@ class Workspace:
     shown_prefix = PurePosixPath()
     """What a found path is shown under: nothing, so paths read workspace-relative."""
 
-    def __init__(self, root: Path, *, state_dir: Path | None = None) -> None:
+    def __init__(
+        self, root: Path, *, state_dir: Path | None = None, protected: Sequence[Path] = ()
+    ) -> None:
         self.given = root.absolute()
         self.root = root.resolve()
         self.outer_state: Workspace | None = None
         if state_dir is not None and not state_dir.resolve().is_relative_to(self.root):
             self.outer_state = _OuterStateFolder(state_dir)
+        self.protected = _ProtectedFiles.of(protected)
+        """Files no tool may write (hook scripts), by real path and by identity."""
 
     def locate(self, given: str) -> Location:
         walked = self._walked_from(given)
@@ -126,6 +130,11 @@ class Workspace:
             if refusal is not None:
                 verb = "write into" if for_writing else "read"
                 raise ProtectedPathError(f"tools may not {verb} {given!r}: {refusal}")
+            if for_writing and self.protected.holds(self.root / target.relative, target.info):
+                raise ProtectedPathError(
+                    f"tools may not write {given!r}: it is a hook script, which runs outside "
+                    "the sandbox; the user changes it and trusts the folder again"
+                )
             yield target
 
     def outside_error(self, given: str) -> WorkspacePathError:
@@ -205,6 +214,28 @@ class Workspace:
                 return _file_id(found.info)
         except (WorkspacePathError, OSError):
             return None
+
+
+@dataclass(frozen=True, slots=True)
+class _ProtectedFiles:
+    """Files the tools may not write, known by their real paths and by what they were when
+    the session began (a hard link or a bind mount reaches the same file by another name)."""
+
+    paths: frozenset[Path]
+    identities: frozenset[FileId]
+
+    @classmethod
+    def of(cls, files: Sequence[Path]) -> _ProtectedFiles:
+        identities = set()
+        for path in files:
+            with suppress(OSError):
+                identities.add(_file_id(path.stat()))
+        return cls(frozenset(path.resolve() for path in files), frozenset(identities))
+
+    def holds(self, real_path: Path, info: os.stat_result | None) -> bool:
+        if real_path in self.paths:
+            return True
+        return info is not None and _file_id(info) in self.identities
 
 
 class _OuterStateFolder(Workspace):

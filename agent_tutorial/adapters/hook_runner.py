@@ -1,6 +1,12 @@
 """The process side of command hooks (chapter 4): run the configured command with the
 event on stdin, read what it prints within a time limit and a size cap, and leave no
 process behind. What the exit code and the printed JSON mean is `core.hooks`' business.
+
+A hook runs in the project root (never the folder the agent was started in, which may be
+a downloaded `evil-1.0/` with a `hooks/guard.py` of its own), and only while the project
+files its command names (`adapters.hook_scripts`) hold what they held when the session
+started: one changed since, by a command or by anyone, is not run, and the hook fails
+(a PreToolUse hook's call does not run, as for any failed hook).
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -17,9 +24,11 @@ from typing import IO
 import orjson
 
 from agent_tutorial.adapters.escapees import Escapees
+from agent_tutorial.adapters.hook_scripts import changed_scripts, script_digests, scripts_of
 from agent_tutorial.adapters.processes import InterruptLatch, exited_by, signal_group
 from agent_tutorial.core.hooks import (
     CommandHookConfig,
+    CommandHookFactory,
     HookCallback,
     HookError,
     HookInput,
@@ -41,11 +50,34 @@ class CommandHook:
 
     config: CommandHookConfig
     workspace: Path
+    project_root: Path | None = None
+    """Where the command runs and its scripts are found; None: the workspace."""
+    scripts: Mapping[str, str] | None = None
+    """The digests of the command's scripts as trusted (`hook_scripts.hook_snapshot`);
+    None: taken when the hook is made."""
+
+    def __post_init__(self) -> None:
+        if self.scripts is None:  # frozen: set once, here, before the hook can run
+            found = scripts_of(self.root, [self.config.command])
+            object.__setattr__(self, "scripts", script_digests(self.root, found))
 
     def __call__(self, hook_input: HookInput) -> HookOutcome:
+        self._check_scripts()
         # plain_json: a workspace path that is not UTF-8 goes as `\\xe9` text, not a crash.
         stdout, stderr, status = self._run(orjson.dumps(plain_json(hook_input.to_json())))
         return command_outcome(self.name, status, stdout, stderr)
+
+    @property
+    def root(self) -> Path:
+        return self.project_root or self.workspace
+
+    def _check_scripts(self) -> None:
+        changed = changed_scripts(self.root, self.config.command, self.scripts or {})
+        if changed:
+            raise HookError(
+                f"{self.name} was not run: {', '.join(changed)} changed since the session "
+                "started (check it, run `agent-tutorial trust`, then start the agent again)"
+            )
 
     @property
     def name(self) -> str:
@@ -56,12 +88,16 @@ class CommandHook:
         try:
             process = subprocess.Popen(
                 ["bash", "-c", self.config.command],
-                cwd=self.workspace,
+                cwd=self.root,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # its own process group, so everything it starts can go
-                env={**os.environ, "AGENT_TUTORIAL_WORKSPACE": str(self.workspace)},
+                env={
+                    **os.environ,
+                    "AGENT_TUTORIAL_WORKSPACE": str(self.workspace),
+                    "AGENT_TUTORIAL_PROJECT_ROOT": str(self.root),
+                },
             )
         except OSError as error:
             latch.release()
@@ -162,4 +198,20 @@ class _Streams:
 
 
 def command_hook(config: CommandHookConfig, workspace: Path) -> HookCallback:
+    """A hook that runs in `workspace`, its own project root."""
     return CommandHook(config, workspace)
+
+
+def command_hooks_in(
+    project_root: Path, snapshot: Mapping[str, Mapping[str, str]] | None = None
+) -> CommandHookFactory:
+    """Makes the hooks of a session whose project root is `project_root` (at or above the
+    workspace): they run there, whatever folder the agent was started in, and only while
+    their scripts match `snapshot` (`hook_scripts.hook_snapshot`, taken once per process,
+    so a later session does not trust what a command wrote meanwhile; None: now)."""
+
+    def make(config: CommandHookConfig, workspace: Path) -> HookCallback:
+        trusted = None if snapshot is None else snapshot.get(config.command, {})
+        return CommandHook(config, workspace, project_root, trusted)
+
+    return make

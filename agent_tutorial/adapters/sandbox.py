@@ -289,6 +289,7 @@ _IN_GIT = re.compile(rf"(?:^|[\s/'\"`‘]){re.escape(VCS_DIR)}(?:$|[\s/'\"`’:]
 """`.git` as a name in a path (`/w/.git/index.lock`, `'.git'`), not `.github` or `.gitignore`."""
 _DENIAL_SIGNS = (
     _READ_ONLY_SIGN,
+    "Device or resource busy",  # moving a read-only mount point away: .git, a hook's folder
     "Operation not permitted",
     "Network is unreachable",
     "Temporary failure in name resolution",

@@ -333,6 +333,7 @@ def _settings_or_exit(trust: FolderTrust, flags: Mapping[str, object], err: Cons
     """The settings of the project (a `ConfigError` is a usage error, exit 2), with every
     one set that a run needs; a key taken from the project's `.env` is named once."""
     from agent_tutorial.config import key_from_project_dotenv, load_settings, missing_settings
+    from agent_tutorial.core.paths import STATE_DIR
     from agent_tutorial.core.text import printable
 
     project = trust.settings
@@ -341,8 +342,8 @@ def _settings_or_exit(trust: FolderTrust, flags: Mapping[str, object], err: Cons
     )
     key_name = key_from_project_dotenv(settings, project)
     if key_name is not None:
-        shown = printable(str(project.dotenv_path))
-        note = f"using {key_name} from the project's .env ({shown})"
+        shown = printable(f"{key_name} from {STATE_DIR}/.env in {trust.project.root}")
+        note = f"using {shown}"
         err.print(note, style="dim", markup=False, highlight=False)
     missing = missing_settings(settings)
     if missing:

@@ -55,7 +55,7 @@ def trust(
     # Settings that would stop every trusted run are refused now, not recorded (ConfigError
     # says which and exits 2, as `run` would).
     load_settings(project.root, project=settings, trusted=True)
-    record_trust(project.root, settings.digest)
+    record_trust(project.root, settings.digest, settings.powerful)
     root = printable(str(project.root))
     if not settings.powerful:
         out.print(
@@ -102,7 +102,7 @@ class FolderTrust:
         answer = (read_line or _read_from(err))(TRUST_PROMPT).strip().lower()
         if answer in ("y", "yes"):
             load_settings(self.project.root, project=self.settings, trusted=True)
-            record_trust(self.project.root, self.settings.digest)
+            record_trust(self.project.root, self.settings.digest, self.settings.powerful)
             self._trusted = True
 
     def ignored_settings(self) -> list[str]:
@@ -110,12 +110,18 @@ class FolderTrust:
         return list(self.settings.powerful) if self.needs_trust else []
 
     def warning(self) -> str | None:
+        """One line naming each ignored setting, and those that changed since the folder
+        was last trusted (a rewritten hook script, say)."""
         ignored = self.ignored_settings()
         if not ignored:
             return None
+        from agent_tutorial.folder_trust import changed_since_trusted
+
+        changed = changed_since_trusted(self.project.root, self.settings.powerful)
+        since = f"changed since trusted: {', '.join(changed)}; " if changed else ""
         return (
             f"project settings not trusted, ignored: {', '.join(ignored)} "
-            "(`agent-tutorial trust` applies them; `run --trust-project` for one run)"
+            f"({since}`agent-tutorial trust` applies them; `run --trust-project` for one run)"
         )
 
 
@@ -131,7 +137,10 @@ def _read_from(err: Console) -> Callable[[str], str]:
     return read
 
 
-COVERS = "The check covers these settings, not the scripts a hook runs."
+COVERS = (
+    "The check covers these settings and the project files a hook command names "
+    "(hook script …), not what those files read or import."
+)
 
 
 def power_panel(project: Project, settings: ProjectSettings) -> Panel:
@@ -158,12 +167,16 @@ def describe_powerful(powerful: Mapping[str, Any]) -> list[str]:
     """One line per setting, one per hook command."""
     import orjson
 
+    from agent_tutorial.config import SCRIPT_SETTING
     from agent_tutorial.features.redaction import mask_url_passwords
 
     lines: list[str] = []
     for name, value in powerful.items():
         if name in HOOK_SETTINGS and isinstance(value, dict):
             lines += [f"{name}: {event} runs {command}" for event, command in _commands(value)]
+            continue
+        if name.startswith(SCRIPT_SETTING):  # its content, by a hash: enough to tell apart
+            lines.append(f"{name}: sha256 {str(value)[:12]}…")
             continue
         shown = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
         lines.append(f"{name} = {mask_url_passwords(shown)}")

@@ -14,18 +14,23 @@ in the workspace, with the network off, can do no more than an edit, so `accept-
 lets it run without asking; `ask` still asks (the sandbox bounds a command, it does not
 make it what the user wanted), and without a sandbox bash asks in both.
 
-An allow rule never covers more than it appears to: on bash it does not apply to a command
-that chains, pipes, redirects or substitutes another, and on a path it must match the real
-path, so `^docs/` allows neither `docs/../src/x` nor a symlink out of `docs/`.
+An allow rule never covers more than it appears to: on bash it applies only to a plain
+command (`core.plain_commands`: nothing chained, piped, redirected, substituted or expanded,
+no option that writes a file such as git's `--output=F`), and on a path it must match the
+real path, so `^docs/` allows neither `docs/../src/x` nor a symlink out of `docs/`.
+
+A rule's regex is searched within `RULE_MATCH_TIMEOUT_S` of processor time, so a pattern
+that backtracks badly (`^(a|a)*$`) cannot stall every call; one that runs out of time still
+decides, the safe way: a deny or ask rule counts as matching, an allow rule as not.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
+import regex
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from agent_tutorial.core.paths import (
@@ -34,6 +39,7 @@ from agent_tutorial.core.paths import (
     WorkspacePaths,
     write_refusal,
 )
+from agent_tutorial.core.plain_commands import why_not_plain
 from agent_tutorial.core.tools import Effect, ParsedCall, ToolDefinition, ToolResult, tool_error
 
 Decision: TypeAlias = Literal["allow", "ask", "deny"]
@@ -45,10 +51,10 @@ DecisionSource: TypeAlias = Literal[
 
 _STRENGTH: dict[Decision, int] = {"allow": 0, "ask": 1, "deny": 2}
 
-# What lets one bash command line run more than the command at its start: separators,
-# pipes, background `&`, redirections (`> .git/hooks/x`) and substitutions. Quoted text is
-# not parsed out, so `git log --format='%h|%s'` also asks, which is the safe mistake.
-_SHELL_CHAINING = re.compile(r"[;&|<>`\n\r]|\$\(")
+RULE_MATCH_TIMEOUT_S = 0.5
+"""How long one rule's regex may search one call's subjects, in seconds of processor time
+(the regex module's clock, so a busy machine stretches it on the wall as it does all
+work): half a second, so that a check, overruns included, costs less than a second."""
 
 _MODE_DEFAULTS: dict[PermissionMode, dict[Effect, Decision]] = {
     "ask": {"read": "allow", "write": "ask", "execute": "ask"},
@@ -79,17 +85,33 @@ class PermissionRule(BaseModel):
     def _pattern_compiles(cls, pattern: str | None) -> str | None:
         if pattern is not None:
             try:
-                re.compile(pattern)
-            except re.error as error:
+                regex.compile(pattern)
+            except regex.error as error:
                 raise ValueError(f"pattern {pattern!r} is not a valid regex: {error}") from error
         return pattern
 
-    def matches(self, tool_name: str, subjects: Sequence[str]) -> bool:
+    def matches(
+        self,
+        tool_name: str,
+        subjects: Sequence[str],
+        *,
+        timeout_s: float = RULE_MATCH_TIMEOUT_S,
+    ) -> bool:
+        """Whether the rule covers a call of `tool_name` on any of `subjects`. A search
+        that runs out of `timeout_s` (shared by the subjects) counts as the safe answer for
+        the rule's behavior: matching for deny and ask, not matching for allow."""
         if self.tool not in ("*", tool_name):
             return False
         if self.pattern is None:
             return True
-        return any(re.search(self.pattern, subject) for subject in subjects)
+        each_s = timeout_s / max(len(subjects), 1)
+        try:
+            return any(
+                regex.search(self.pattern, subject, timeout=each_s) is not None
+                for subject in subjects
+            )
+        except TimeoutError:
+            return self.behavior != "allow"
 
     def describe(self) -> str:
         where = "" if self.pattern is None else f" pattern={self.pattern!r}"
@@ -178,6 +200,9 @@ class PermissionPolicy:
         if boundary is not None:
             return decision_for(parsed, "deny", boundary, "boundary")
         record = self._rule_decision(parsed, location) or self._default_decision(parsed)
+        uncovered = self._uncovered_by_allow_rule(parsed) if record.source == "default" else None
+        if uncovered is not None:
+            record = replace(record, reason=f"{record.reason}; {uncovered}")
         approved = self._approval_key(parsed) in self._approved
         if record.decision == "ask" and record.source == "default" and approved:
             return decision_for(
@@ -246,6 +271,21 @@ class PermissionPolicy:
         deciding = next(rule for rule in matching if rule.behavior == decision)
         return decision_for(parsed, decision, f"{decision} by {deciding.describe()}", "rule")
 
+    def _uncovered_by_allow_rule(self, parsed: ParsedCall) -> str | None:
+        """Why an allow rule whose pattern matches this command does not cover it (it is
+        not plain), so the user and the model learn what to change; None otherwise. Called
+        only for a default decision: a deny or ask rule that matched would have decided."""
+        if parsed.tool.effect != "execute":
+            return None
+        why = why_not_plain(parsed.subject)
+        if why is None:
+            return None
+        rule = next(
+            (rule for rule in self.rules if rule.matches(parsed.tool.name, [parsed.subject])),
+            None,
+        )
+        return None if rule is None else f"{rule.describe()} does not cover it: {why}"
+
     def _rule_subjects(
         self, parsed: ParsedCall, location: Location | WorkspacePathError | None
     ) -> tuple[str, ...]:
@@ -310,7 +350,7 @@ def _rule_applies(rule: PermissionRule, parsed: ParsedCall, subjects: Sequence[s
     only to what the call really does: a lone bash command, the real path (the last form)."""
     if rule.behavior != "allow":
         return rule.matches(parsed.tool.name, subjects)
-    if parsed.tool.effect == "execute" and _SHELL_CHAINING.search(parsed.subject):
+    if parsed.tool.effect == "execute" and why_not_plain(parsed.subject) is not None:
         return False
     return rule.matches(parsed.tool.name, subjects[-1:])
 

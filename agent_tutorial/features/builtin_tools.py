@@ -12,7 +12,7 @@ import codecs
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial, wraps
 from pathlib import Path, PurePosixPath
@@ -118,13 +118,18 @@ class GrepInput(_ToolInput):
 
 
 def file_tools(
-    workspace: Path, *, state_dir: Path | None = None, read_only: bool = False
+    workspace: Path,
+    *,
+    state_dir: Path | None = None,
+    read_only: bool = False,
+    protected: Sequence[Path] = (),
 ) -> list[ToolDefinition]:
     """read_file, write_file and edit_file inside `workspace`; `state_dir` is the project's
-    state folder when it lies above it (its artifacts/ and skills/ stay readable). With
+    state folder when it lies above it (its artifacts/ and skills/ stay readable);
+    `protected` the files they may read but never write (the hooks' scripts). With
     `read_only` (the session's `--sandbox read-only`, in Codex's meaning: nothing in the
     workspace changes) write_file and edit_file refuse every call."""
-    files = Workspace(workspace, state_dir=state_dir)
+    files = Workspace(workspace, state_dir=state_dir, protected=protected)
     read_file = ToolDefinition(
         name="read_file",
         description=(
