@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from agent_tutorial.adapters.checkpoint_store import CheckpointStore
 from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.adapters.hook_runner import command_hook
 from agent_tutorial.adapters.sandbox import (
@@ -49,6 +50,7 @@ from agent_tutorial.core.text import encodable
 from agent_tutorial.core.tools import ToolRegistry
 from agent_tutorial.features.bash import BashSettings, bash_tool
 from agent_tutorial.features.builtin_tools import file_tools, search_tools
+from agent_tutorial.features.checkpoints import TurnCheckpoints, turn_checkpoints
 from agent_tutorial.features.compaction import (
     CompactionManager,
     CompactionSummary,
@@ -136,6 +138,8 @@ class Agent:
     """AGENTS.md (or CLAUDE.md) as read into the system prompt (chapter 7)."""
     reads_instructions: bool = False
     """Whether this chapter reads AGENTS.md at all (`instructions` is None without one)."""
+    checkpoints: TurnCheckpoints | None = None
+    """Records the files before a turn's first write-capable tool (chapters with one)."""
 
 
 @dataclass(frozen=True)
@@ -306,6 +310,8 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
     _add_core_tools(profile, tools, deps, redactor)
     hooks = _hooks(profile, deps, redactor)
     guards, turn_guards = _guards(profile, deps, hooks)
+    agent.checkpoints = _checkpoints(tools, deps)
+    guards += [agent.checkpoints] if agent.checkpoints else []  # last: after approval
     guidance = _add_todos_and_task(agent, deps, tools, guards)
     _add_project_knowledge(agent, deps, tools)
     system_prompt = _system_prompt(agent)
@@ -531,6 +537,12 @@ def _add_core_tools(
         budget_s = settings.grep_time_budget_s
         for tool in search_tools(workspace, grep_time_budget_s=budget_s, state_dir=state_dir):
             tools.register(tool)
+
+
+def _checkpoints(tools: ToolRegistry, deps: AgentDeps) -> TurnCheckpoints | None:
+    limit = deps.settings.checkpoint_max_file_bytes
+    store = CheckpointStore.in_state_folder(deps.root, max_file_bytes=limit)
+    return turn_checkpoints(tools, store, deps.workspace, deps.events)
 
 
 def _guards(

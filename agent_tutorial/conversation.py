@@ -123,12 +123,17 @@ class Conversation:
             self.agent.events.emit(Notice("warning", text))
 
     def run(self, prompt: str) -> RunResult:
+        checkpoints = self.agent.checkpoints  # records the files a turn changes (undo)
+        if checkpoints is not None:
+            checkpoints.begin_turn(self.session_id, prompt)
         try:
             result = self.agent.runner.run(prompt)
             if not result.final_text.strip():  # else a script sees nothing and wonders why
                 self.agent.events.emit(Notice("warning", EMPTY_ANSWER_NOTICE))
             return result
         finally:
+            if checkpoints is not None:
+                checkpoints.end_turn()
             self._end_turn()
 
     def compact(self, focus: str | None = None) -> CompactionOutcome:

@@ -70,6 +70,13 @@ def gitignore_for(workspace: Workspace, start: Target) -> GitIgnore | None:
         return _down_to(root, start.relative, rules)
 
 
+def workspace_ignore_rules(root: int) -> GitIgnore:
+    """The rules at the top of a whole-workspace walk (checkpoints): the repository's
+    `info/exclude` when there is one; each directory's `.gitignore` is added on entering
+    it, in a plain folder too, since a `.gitignore` there says the same thing."""
+    return GitIgnore(tuple(_exclude_layer(root)))
+
+
 def _down_to(root: int, relative: PurePosixPath, rules: GitIgnore) -> GitIgnore | None:
     """`rules` with the layers of every directory above `relative`, or None when one of
     the directories on the way (or `relative` itself) is ignored."""

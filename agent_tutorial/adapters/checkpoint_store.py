@@ -1,0 +1,518 @@
+"""The checkpoint store: content-addressed snapshots of a workspace's files, kept in the
+state folder (`.agent_tutorial/checkpoints/`), and the writes that put a file back.
+
+A snapshot is a manifest (path → kind, mode, digest) of the files `.gitignore` does not
+exclude; `.git/` and `.agent_tutorial/` are never entered, and only regular files and
+symlinks are recorded (a socket, FIFO or device is skipped without being opened). Objects
+(file contents and manifests) are zlib-compressed and named by the SHA-256 of what they
+hold, so a file that did not change is stored once however many snapshots name it. The
+user's own `.git` is never read for content nor written.
+
+Files are read and written through descriptors: each directory is opened below its parent
+with `O_NOFOLLOW`, so a directory swapped for a symlink makes the open fail rather than
+lead outside the workspace.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import secrets
+import stat
+import time
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+import orjson
+
+from agent_tutorial.adapters.gitignore import GitIgnore, workspace_ignore_rules
+from agent_tutorial.core.errors import AgentTutorialError
+from agent_tutorial.core.paths import STATE_DIR, VCS_DIR
+
+STORE_DIR = "checkpoints"
+"""The store's folder inside the state folder."""
+NEVER_RECORDED = frozenset({VCS_DIR, STATE_DIR})
+"""Directory names a snapshot never enters, at any depth."""
+CACHE_SETTLED_NS = 2_000_000_000
+"""A file's digest is cached by its stat only once its times are this much older than the
+snapshot: a write in the same clock tick as the snapshot would otherwise go unseen."""
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: a FIFO swapped in after the walk looked must not block the open.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_MODE_BITS = 0o7777
+
+Kind = Literal["file", "link"]
+
+
+class CheckpointStoreError(AgentTutorialError):
+    """The store cannot be read or written, or a file cannot be put back."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One recorded path: a regular file (its permission bits) or a symlink."""
+
+    kind: Kind
+    mode: int
+    """Permission bits of a file; 0 for a symlink."""
+    digest: str
+    """SHA-256 of the file's bytes, or of the symlink's target."""
+
+
+Manifest = Mapping[str, Entry]
+"""Workspace-relative POSIX path → what was there."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    manifest: Manifest
+    digest: str
+    """The manifest's own object name ("" for a scan that stored nothing)."""
+    too_large: tuple[str, ...] = ()
+    """Files left out for being over the size limit."""
+
+
+@dataclass(slots=True)
+class _Scan:
+    """What one walk collects."""
+
+    entries: dict[str, Entry] = field(default_factory=dict)
+    too_large: list[str] = field(default_factory=list)
+    cache: dict[str, list[int | str]] = field(default_factory=dict)
+
+
+class CheckpointStore:
+    """One project's store. Every method that writes holds the store's lock."""
+
+    def __init__(self, directory: Path, *, max_file_bytes: int) -> None:
+        self.directory = directory
+        self.max_file_bytes = max_file_bytes
+        self._cache: dict[str, list[int | str]] | None = None
+
+    @classmethod
+    def in_state_folder(cls, project_root: Path, *, max_file_bytes: int) -> CheckpointStore:
+        return cls(project_root / STATE_DIR / STORE_DIR, max_file_bytes=max_file_bytes)
+
+    # Snapshots
+
+    def snapshot(self, workspace: Path) -> Snapshot:
+        """Record the workspace's files now; returns the manifest and its object name."""
+        with self._locked():
+            scan = self._scan(workspace, store_objects=True)
+            data = _encode_manifest(scan.entries)
+            digest = self._put(data)
+            self._save_cache(scan.cache)
+        return Snapshot(scan.entries, digest, tuple(scan.too_large))
+
+    def scan(self, workspace: Path, *, max_file_bytes: int) -> Snapshot:
+        """The workspace's files as a snapshot with this size limit would record them,
+        storing nothing."""
+        limited = CheckpointStore(self.directory, max_file_bytes=max_file_bytes)
+        limited._cache = self._cache
+        scan = limited._scan(workspace, store_objects=False)
+        return Snapshot(scan.entries, "", tuple(scan.too_large))
+
+    def manifest(self, digest: str) -> Manifest:
+        return _decode_manifest(self.read_object(digest), digest)
+
+    def _scan(self, workspace: Path, *, store_objects: bool) -> _Scan:
+        cache = self._load_cache()
+        scan = _Scan()
+        settled_before = time.time_ns() - CACHE_SETTLED_NS
+        try:
+            root = os.open(workspace, _DIRECTORY_FLAGS)
+        except OSError as error:
+            raise CheckpointStoreError(f"cannot open the workspace {workspace}: {error}") from None
+        try:
+            for directory, name, path, info in _walk(root, workspace_ignore_rules(root)):
+                if stat.S_ISREG(info.st_mode) and info.st_size > self.max_file_bytes:
+                    scan.too_large.append(path)
+                    continue
+                key: list[int | str] = [
+                    info.st_size,
+                    info.st_mtime_ns,
+                    info.st_ctime_ns,
+                    info.st_ino,
+                    info.st_mode,
+                ]
+                found = self._cached_digest(cache.get(path), key, store_objects=store_objects)
+                if found is None:
+                    found = self._read_entry(directory, name, info, store_objects=store_objects)
+                if found is None:
+                    continue
+                digest = found
+                if max(info.st_mtime_ns, info.st_ctime_ns) < settled_before:
+                    scan.cache[path] = [*key, digest]
+                kind: Kind = "link" if stat.S_ISLNK(info.st_mode) else "file"
+                mode = 0 if kind == "link" else stat.S_IMODE(info.st_mode)
+                scan.entries[path] = Entry(kind, mode, digest)
+        finally:
+            os.close(root)
+        return scan
+
+    def _cached_digest(
+        self, cached: list[int | str] | None, key: list[int | str], *, store_objects: bool
+    ) -> str | None:
+        """The digest the cache holds for a file whose stat is `key`, if its object is
+        there (when storing: a pruned object must be stored again)."""
+        if cached is None or cached[:-1] != key:
+            return None
+        digest = str(cached[-1])
+        return digest if not store_objects or self._has(digest) else None
+
+    def _read_entry(
+        self, directory: int, name: str, info: os.stat_result, *, store_objects: bool
+    ) -> str | None:
+        """The digest of a file's bytes or a link's target (stored when asked); None for
+        one that vanished or turned into something else since the walk saw it."""
+        data: bytes | None
+        try:
+            if stat.S_ISLNK(info.st_mode):
+                data = os.fsencode(os.readlink(name, dir_fd=directory))
+            else:
+                data = _read_regular_file(directory, name, self.max_file_bytes)
+        except OSError:
+            return None
+        if data is None:
+            return None
+        return self._put(data) if store_objects else _digest(data)
+
+    # Objects
+
+    def read_object(self, digest: str) -> bytes:
+        """An object's bytes, checked against its name."""
+        try:
+            data = zlib.decompress(self._object_path(digest).read_bytes())
+        except (OSError, zlib.error) as error:
+            message = f"checkpoint object {digest[:12]} unreadable: {error}"
+            raise CheckpointStoreError(message) from None
+        if _digest(data) != digest:
+            raise CheckpointStoreError(f"checkpoint object {digest[:12]} is damaged")
+        return data
+
+    def _put(self, data: bytes) -> str:
+        digest = _digest(data)
+        if not self._has(digest):
+            target = self._object_path(digest)
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _publish(target, zlib.compress(data, 1))
+        return digest
+
+    def _has(self, digest: str) -> bool:
+        return self._object_path(digest).is_file()
+
+    def _object_path(self, digest: str) -> Path:
+        if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+            raise CheckpointStoreError(f"not an object name: {digest!r}")
+        return self.directory / "objects" / digest[:2] / digest[2:]
+
+    # Records: one JSON line per event of a session (a checkpoint, an undo)
+
+    def append_record(self, session_id: str, record: Mapping[str, object]) -> None:
+        path = self._records_path(session_id)
+        with self._locked():
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, orjson.dumps(record) + b"\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def records(self, session_id: str) -> list[dict[str, object]]:
+        path = self._records_path(session_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as error:
+            raise CheckpointStoreError(f"cannot read {path}: {error}") from None
+        records: list[dict[str, object]] = []
+        for line in data.splitlines():
+            with suppress(orjson.JSONDecodeError):  # a torn last line: the write never finished
+                record = orjson.loads(line)
+                if isinstance(record, dict):
+                    records.append(record)
+        return records
+
+    def sessions(self) -> list[str]:
+        """Ids of the sessions that have records."""
+        folder = self.directory / "sessions"
+        try:
+            return sorted(path.stem for path in folder.glob("*.jsonl"))
+        except OSError:
+            return []
+
+    def forget(self, session_ids: Sequence[str]) -> None:
+        """Remove these sessions' records, then every object no remaining record names."""
+        if not self.directory.is_dir():
+            return
+        with self._locked():
+            for session_id in session_ids:
+                with suppress(FileNotFoundError):
+                    self._records_path(session_id).unlink()
+            self._collect_garbage()
+
+    def size_bytes(self) -> int:
+        total = 0
+        for folder, _, names in os.walk(self.directory):
+            for name in names:
+                with suppress(OSError):
+                    total += (Path(folder) / name).lstat().st_size
+        return total
+
+    def _collect_garbage(self) -> None:
+        kept: set[str] = set()
+        for session_id in self.sessions():
+            for record in self.records(session_id):
+                for side in ("before", "after"):
+                    digest = record.get(side)
+                    if isinstance(digest, str):
+                        kept.add(digest)
+                        with suppress(CheckpointStoreError):
+                            kept.update(entry.digest for entry in self.manifest(digest).values())
+        objects = self.directory / "objects"
+        for path in objects.glob("*/*"):
+            if path.parent.name + path.name not in kept:
+                with suppress(OSError):
+                    path.unlink()
+        self._save_cache({})
+
+    def _records_path(self, session_id: str) -> Path:
+        if not session_id.isalnum():
+            raise CheckpointStoreError(f"not a session id: {session_id!r}")
+        return self.directory / "sessions" / f"{session_id}.jsonl"
+
+    # The stat cache: a file whose size, times, inode and mode are as last seen keeps its
+    # digest, so a snapshot reads only what changed.
+
+    def _load_cache(self) -> dict[str, list[int | str]]:
+        if self._cache is None:
+            try:
+                loaded = orjson.loads((self.directory / "stat-cache.json").read_bytes())
+            except (OSError, orjson.JSONDecodeError):
+                loaded = {}
+            self._cache = loaded if isinstance(loaded, dict) else {}
+        return self._cache
+
+    def _save_cache(self, cache: dict[str, list[int | str]]) -> None:
+        if cache == self._cache:
+            return
+        self._cache = cache
+        with suppress(OSError):  # a lost cache only costs reading the files again
+            _publish(self.directory / "stat-cache.json", orjson.dumps(cache), replace=True)
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The store's lock, held while it is written (two agents in one project)."""
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.directory / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as error:
+            raise CheckpointStoreError(f"cannot open the checkpoint store: {error}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    # Putting files back
+
+    def restore(self, workspace: Path, path: str, entry: Entry | None) -> None:
+        """Make `path` in the workspace what `entry` records; None removes it."""
+        parts = PurePosixPath(path).parts
+        if not parts or any(part in ("..", ".", "") for part in parts) or path.startswith("/"):
+            raise CheckpointStoreError(f"not a workspace path: {path!r}")
+        with ExitStack() as stack:
+            directory = _open_parent(workspace, parts[:-1], create=entry is not None, stack=stack)
+            if directory is None:
+                return  # removing a file whose folder is gone: nothing to do
+            name = parts[-1]
+            if entry is None:
+                _remove(directory, name)
+            else:
+                self._write(directory, name, entry)
+
+    def _write(self, directory: int, name: str, entry: Entry) -> None:
+        data = self.read_object(entry.digest)
+        temporary = f".{name[:200]}.{secrets.token_hex(4)}.undo"
+        if entry.kind == "link":
+            os.symlink(os.fsdecode(data), temporary, dir_fd=directory)
+        else:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(temporary, flags, 0o600, dir_fd=directory)
+            try:
+                _write_all(fd, data)
+                os.fchmod(fd, entry.mode & _MODE_BITS)
+                os.fsync(fd)
+            except BaseException:
+                os.close(fd)
+                with suppress(OSError):
+                    os.unlink(temporary, dir_fd=directory)
+                raise
+            os.close(fd)
+        try:
+            os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+        except OSError:
+            with suppress(OSError):
+                os.unlink(temporary, dir_fd=directory)
+            raise
+
+    def remove_empty_folders(self, workspace: Path, folders: Sequence[str]) -> None:
+        """Remove each folder (deepest first) if it is empty now: undo removes the folders
+        the undone turns made along with their files."""
+        for folder in sorted(folders, key=lambda name: name.count("/"), reverse=True):
+            parts = PurePosixPath(folder).parts
+            with ExitStack() as stack:
+                parent = _open_parent(workspace, parts[:-1], create=False, stack=stack)
+                if parent is not None:
+                    with suppress(OSError):
+                        os.rmdir(parts[-1], dir_fd=parent)
+
+
+def _walk(root: int, rules: GitIgnore) -> Iterator[tuple[int, str, str, os.stat_result]]:
+    """(open directory, name, relative path, lstat) of every regular file and symlink the
+    rules leave in, depth first; the directory descriptor is valid until the next item."""
+    levels: list[tuple[int, PurePosixPath, Iterator[os.DirEntry[str]], GitIgnore]] = []
+
+    def enter(fd: int, relative: PurePosixPath, rules: GitIgnore) -> None:
+        try:
+            with os.scandir(fd) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError:  # unreadable: nothing in it can be recorded
+            entries = []
+        levels.append((fd, relative, iter(entries), rules.entering(fd, relative)))
+
+    enter(os.dup(root), PurePosixPath(), rules)
+    try:
+        while levels:
+            fd, relative, entries, layer_rules = levels[-1]
+            entry = next(entries, None)
+            if entry is None:
+                levels.pop()
+                os.close(fd)
+                continue
+            path = relative / entry.name
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                if entry.name in NEVER_RECORDED or layer_rules.excludes(path, is_dir=True):
+                    continue
+                try:
+                    child = os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=fd)
+                except OSError:
+                    continue
+                enter(child, path, layer_rules)
+            elif _recorded_kind(info) and not layer_rules.excludes(path, is_dir=False):
+                yield fd, entry.name, path.as_posix(), info
+    finally:
+        for fd, *_ in levels:
+            os.close(fd)
+
+
+def _recorded_kind(info: os.stat_result) -> bool:
+    """Regular files and symlinks; never a socket, FIFO or device."""
+    return stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)
+
+
+def _read_regular_file(directory: int, name: str, limit: int) -> bytes | None:
+    fd = os.open(name, _READ_FLAGS, dir_fd=directory)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1024 * 1024):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _open_parent(
+    workspace: Path, folders: Sequence[str], *, create: bool, stack: ExitStack
+) -> int | None:
+    """The folder holding a path, opened one name at a time without following a symlink
+    (made when `create`); None when a folder on the way is missing and not to be made."""
+    try:
+        directory = os.open(workspace, _DIRECTORY_FLAGS)
+    except OSError as error:
+        raise CheckpointStoreError(f"cannot open the workspace {workspace}: {error}") from None
+    stack.callback(os.close, directory)
+    for name in folders:
+        if name in NEVER_RECORDED:
+            raise CheckpointStoreError(f"refusing to write inside {name}/")
+        try:
+            child = os.open(name, _DIRECTORY_FLAGS, dir_fd=directory)
+        except FileNotFoundError:
+            if not create:
+                return None
+            os.mkdir(name, 0o777, dir_fd=directory)
+            child = os.open(name, _DIRECTORY_FLAGS, dir_fd=directory)
+        stack.callback(os.close, child)
+        directory = child
+    return directory
+
+
+def _remove(directory: int, name: str) -> None:
+    try:
+        info = os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        raise CheckpointStoreError(f"{name} is a folder now; not removed")
+    os.unlink(name, dir_fd=directory)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _publish(target: Path, data: bytes, *, replace: bool = False) -> None:
+    """Write `data` to a temporary file beside `target`, then give it the name: a reader
+    never sees half an object. An object already there (same name, same bytes) stays."""
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+    try:
+        if replace:
+            temporary.replace(target)
+        else:
+            with suppress(FileExistsError):  # another process stored the same bytes
+                os.link(temporary, target)
+    finally:
+        with suppress(FileNotFoundError):
+            temporary.unlink()
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _encode_manifest(entries: Mapping[str, Entry]) -> bytes:
+    rows = [[path, entry.kind, entry.mode, entry.digest] for path, entry in sorted(entries.items())]
+    return orjson.dumps({"version": 1, "entries": rows})
+
+
+def _decode_manifest(data: bytes, digest: str) -> Manifest:
+    try:
+        rows = orjson.loads(data)["entries"]
+        return {
+            str(path): Entry("link" if kind == "link" else "file", int(mode), str(entry_digest))
+            for path, kind, mode, entry_digest in rows
+        }
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        raise CheckpointStoreError(f"checkpoint manifest {digest[:12]} is damaged") from None
