@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import secrets
 import stat
 import time
@@ -45,6 +46,7 @@ _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO swapped in after the walk looked must not block the open.
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _MODE_BITS = 0o7777
+_OBJECT_NAME = re.compile("[0-9a-f]{64}")
 
 Kind = Literal["file", "link"]
 
@@ -129,7 +131,9 @@ class CheckpointStore:
         except OSError as error:
             raise CheckpointStoreError(f"cannot open the workspace {workspace}: {error}") from None
         try:
-            for directory, name, path, info in _walk(root, workspace_ignore_rules(root)):
+            rules = workspace_ignore_rules(root)
+            for found in _walk(root, rules, _root_fingerprint(root, settled_before)):
+                info, path = found.info, found.path
                 if stat.S_ISREG(info.st_mode) and info.st_size > self.max_file_bytes:
                     scan.too_large.append(path)
                     continue
@@ -139,14 +143,18 @@ class CheckpointStore:
                     info.st_ctime_ns,
                     info.st_ino,
                     info.st_mode,
+                    found.level.fingerprint,
                 ]
-                found = self._cached_digest(cache.get(path), key, store_objects=store_objects)
-                if found is None:
-                    found = self._read_entry(directory, name, info, store_objects=store_objects)
-                if found is None:
+                # A hit was not ignored under the same ignore files: no need to ask again.
+                digest = self._cached_digest(cache.get(path), key)
+                if digest is None:
+                    if found.level.rules.excludes_text(path, is_dir=False):
+                        continue
+                    digest = self._read_entry(found, store_objects=store_objects)
+                if digest is None:
                     continue
-                digest = found
-                if max(info.st_mtime_ns, info.st_ctime_ns) < settled_before:
+                settled = max(info.st_mtime_ns, info.st_ctime_ns) < settled_before
+                if settled and found.level.fingerprint:
                     scan.cache[path] = [*key, digest]
                 kind: Kind = "link" if stat.S_ISLNK(info.st_mode) else "file"
                 mode = 0 if kind == "link" else stat.S_IMODE(info.st_mode)
@@ -155,24 +163,20 @@ class CheckpointStore:
             os.close(root)
         return scan
 
-    def _cached_digest(
-        self, cached: list[int | str] | None, key: list[int | str], *, store_objects: bool
-    ) -> str | None:
-        """The digest the cache holds for a file whose stat is `key`, if its object is
-        there (when storing: a pruned object must be stored again)."""
+    def _cached_digest(self, cached: list[int | str] | None, key: list[int | str]) -> str | None:
+        """The digest the cache holds for a file whose stat is `key`. Its object is there:
+        the cache is emptied whenever objects are removed (`forget`)."""
         if cached is None or cached[:-1] != key:
             return None
-        digest = str(cached[-1])
-        return digest if not store_objects or self._has(digest) else None
+        return str(cached[-1])
 
-    def _read_entry(
-        self, directory: int, name: str, info: os.stat_result, *, store_objects: bool
-    ) -> str | None:
+    def _read_entry(self, found: _Found, *, store_objects: bool) -> str | None:
         """The digest of a file's bytes or a link's target (stored when asked); None for
         one that vanished or turned into something else since the walk saw it."""
         data: bytes | None
+        directory, name = found.level.directory, found.name
         try:
-            if stat.S_ISLNK(info.st_mode):
+            if stat.S_ISLNK(found.info.st_mode):
                 data = os.fsencode(os.readlink(name, dir_fd=directory))
             else:
                 data = _read_regular_file(directory, name, self.max_file_bytes)
@@ -207,7 +211,7 @@ class CheckpointStore:
         return self._object_path(digest).is_file()
 
     def _object_path(self, digest: str) -> Path:
-        if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+        if not _OBJECT_NAME.fullmatch(digest):
             raise CheckpointStoreError(f"not an object name: {digest!r}")
         return self.directory / "objects" / digest[:2] / digest[2:]
 
@@ -375,46 +379,89 @@ class CheckpointStore:
                         os.rmdir(parts[-1], dir_fd=parent)
 
 
-def _walk(root: int, rules: GitIgnore) -> Iterator[tuple[int, str, str, os.stat_result]]:
-    """(open directory, name, relative path, lstat) of every regular file and symlink the
-    rules leave in, depth first; the directory descriptor is valid until the next item."""
-    levels: list[tuple[int, PurePosixPath, Iterator[os.DirEntry[str]], GitIgnore]] = []
+@dataclass(frozen=True, slots=True)
+class _Level:
+    """A directory the walk is in: open, with the ignore rules in force there."""
 
-    def enter(fd: int, relative: PurePosixPath, rules: GitIgnore) -> None:
+    directory: int
+    relative: str
+    rules: GitIgnore
+    fingerprint: str
+    """Names the ignore files in force here by their stat ("" while one is too recent to
+    trust): a file cached under the same fingerprint was not ignored, and is not now."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    level: _Level
+    name: str
+    path: str
+    info: os.stat_result
+
+
+def _walk(root: int, rules: GitIgnore, fingerprint: str) -> Iterator[_Found]:
+    """Every regular file and symlink below `root`, depth first, in directories the rules
+    leave in (the files themselves are the caller's to check); each level's descriptor is
+    valid until the next item. Paths are plain `/`-joined text: path objects for 10,000
+    files cost more than the walk's system calls."""
+    levels: list[tuple[_Level, Iterator[os.DirEntry[str]]]] = []
+    settled_before = time.time_ns() - CACHE_SETTLED_NS
+
+    def enter(fd: int, relative: str, parent: GitIgnore, parent_fingerprint: str) -> None:
         try:
             with os.scandir(fd) as scan:
                 entries = sorted(scan, key=lambda entry: entry.name)
         except OSError:  # unreadable: nothing in it can be recorded
             entries = []
-        levels.append((fd, relative, iter(entries), rules.entering(fd, relative)))
+        rules = parent.entering(fd, PurePosixPath(relative or "."))
+        here = _fingerprint(parent_fingerprint, fd, ".gitignore", relative, settled_before)
+        levels.append((_Level(fd, relative, rules, here), iter(entries)))
 
-    enter(os.dup(root), PurePosixPath(), rules)
+    enter(os.dup(root), "", rules, fingerprint)
     try:
         while levels:
-            fd, relative, entries, layer_rules = levels[-1]
+            level, entries = levels[-1]
             entry = next(entries, None)
             if entry is None:
                 levels.pop()
-                os.close(fd)
+                os.close(level.directory)
                 continue
-            path = relative / entry.name
+            path = f"{level.relative}/{entry.name}" if level.relative else entry.name
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
             if stat.S_ISDIR(info.st_mode):
-                if entry.name in NEVER_RECORDED or layer_rules.excludes(path, is_dir=True):
+                if entry.name in NEVER_RECORDED or level.rules.excludes_text(path, is_dir=True):
                     continue
                 try:
-                    child = os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=fd)
+                    child = os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=level.directory)
                 except OSError:
                     continue
-                enter(child, path, layer_rules)
-            elif _recorded_kind(info) and not layer_rules.excludes(path, is_dir=False):
-                yield fd, entry.name, path.as_posix(), info
+                enter(child, path, level.rules, level.fingerprint)
+            elif _recorded_kind(info):
+                yield _Found(level, entry.name, path, info)
     finally:
-        for fd, *_ in levels:
-            os.close(fd)
+        for level, _ in levels:
+            os.close(level.directory)
+
+
+def _root_fingerprint(root: int, settled_before: int) -> str:
+    return _fingerprint("root", root, f"{VCS_DIR}/info/exclude", "", settled_before)
+
+
+def _fingerprint(parent: str, directory: int, name: str, relative: str, settled: int) -> str:
+    """The parent's fingerprint, extended by the ignore file `name` if there is one."""
+    if not parent:
+        return ""
+    try:
+        info = os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except OSError:
+        return parent
+    if max(info.st_mtime_ns, info.st_ctime_ns) >= settled:
+        return ""
+    identity = f"{parent}/{relative}/{info.st_size}/{info.st_mtime_ns}/{info.st_ctime_ns}"
+    return hashlib.sha256(f"{identity}/{info.st_ino}".encode()).hexdigest()[:16]
 
 
 def _recorded_kind(info: os.stat_result) -> bool:

@@ -54,6 +54,18 @@ class GitIgnore(WalkFilter):
                 return decision
         return False
 
+    def excludes_text(self, relative: str, *, is_dir: bool) -> bool:
+        """`excludes` for a `/`-separated relative path given as text: a checkpoint asks
+        this of every file in the workspace, and building a path object for each doubled
+        the time of a checkpoint of 10,000 files."""
+        for layer in reversed(self.layers):
+            base = layer.base.as_posix()
+            inside = relative if base == "." else relative[len(base) + 1 :]
+            decision = layer.spec.check_file(inside + "/" if is_dir else inside).include
+            if decision is not None:
+                return decision
+        return False
+
 
 def gitignore_for(workspace: Workspace, start: Target) -> GitIgnore | None:
     """The rules for a walk below `start`, or None when the workspace is not a git
