@@ -323,3 +323,78 @@ def test_a_sandboxed_command_cannot_write_the_store(
     assert {p: after[p] for p in before} == before
     assert not (store / "evil").exists()
     assert "Read-only file system" in loopback.requests[-1]["messages"][-1]["content"]
+
+
+def test_symlinks_are_recorded_as_links_and_put_back_as_links(
+    workspace: Path, run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    (workspace / "target.txt").write_text("t\n")
+    (workspace / "old-link").symlink_to("target.txt")
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": "rm old-link; ln -s /etc/passwd new-link"})]),
+        text_stream("done"),
+    )
+    run_turn(run_cli)
+
+    undo = run_cli("undo")
+
+    assert undo.stdout.splitlines() == ["removed   new-link", "recreated old-link"]
+    assert (workspace / "old-link").readlink() == Path("target.txt")
+    assert not (workspace / "new-link").is_symlink()
+
+
+def test_a_file_over_the_size_limit_is_left_out_with_one_notice(
+    workspace: Path, run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    (state / "config.toml").write_text("checkpoint_max_file_bytes = 100\n")
+    command = "head -c 100 /dev/zero > at-limit.bin; head -c 101 /dev/zero > over-limit.bin"
+    loopback.queue(tool_stream([("b1", "bash", {"command": command})]), text_stream("done"))
+    run = run_cli("run", "--chapter", "3", "-y", "-p", "big files")
+    assert run.exit_code == 0, run.stderr
+
+    (notice,) = [line for line in run.stderr.splitlines() if "not recorded" in line]
+    assert notice == (
+        "checkpoint: 1 file(s) over 100 bytes not recorded (undo leaves them as they are): "
+        "over-limit.bin"
+    )
+    undo = run_cli("undo")
+    assert undo.stdout.splitlines() == ["removed   at-limit.bin"]
+    assert (workspace / "over-limit.bin").exists()
+
+
+def test_undo_never_writes_through_a_folder_swapped_for_a_symlink(
+    workspace: Path, run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    outside = workspace.parent / "outside"
+    outside.mkdir()
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "f.txt").write_text("mine\n")
+    loopback.queue(tool_stream([("b1", "bash", {"command": "rm sub/f.txt"})]), text_stream("done"))
+    run_turn(run_cli)
+    (workspace / "sub").rmdir()
+    (workspace / "sub").symlink_to(outside)
+
+    undo = run_cli("undo", "--force")
+
+    assert undo.exit_code == 1
+    assert "not restored: sub/f.txt" in undo.stderr
+    assert list(outside.iterdir()) == []
+
+
+def test_the_state_folder_and_nested_git_folders_are_never_recorded(
+    workspace: Path, run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    (workspace / "vendor" / ".git").mkdir(parents=True)
+    (workspace / "vendor" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    command = "echo changed > vendor/.git/HEAD; echo kept > vendor/code.txt"
+    loopback.queue(tool_stream([("b1", "bash", {"command": command})]), text_stream("done"))
+    run_turn(run_cli)
+
+    listed = json.loads(run_cli("checkpoints", "list", "--json").stdout)
+    undo = run_cli("undo")
+
+    assert listed[0]["files_changed"] == ["vendor/code.txt"]
+    assert undo.stdout.splitlines() == ["removed   vendor/code.txt"]
+    assert (workspace / "vendor" / ".git" / "HEAD").read_text() == "changed\n"

@@ -91,9 +91,13 @@ class _Scan:
 class CheckpointStore:
     """One project's store. Every method that writes holds the store's lock."""
 
-    def __init__(self, directory: Path, *, max_file_bytes: int) -> None:
+    def __init__(
+        self, directory: Path, *, max_file_bytes: int, settled_ns: int = CACHE_SETTLED_NS
+    ) -> None:
         self.directory = directory
         self.max_file_bytes = max_file_bytes
+        self.settled_ns = settled_ns
+        """How old a file's times must be before the stat cache trusts them."""
         self._cache: dict[str, list[int | str]] | None = None
 
     @classmethod
@@ -114,7 +118,9 @@ class CheckpointStore:
     def scan(self, workspace: Path, *, max_file_bytes: int) -> Snapshot:
         """The workspace's files as a snapshot with this size limit would record them,
         storing nothing."""
-        limited = CheckpointStore(self.directory, max_file_bytes=max_file_bytes)
+        limited = CheckpointStore(
+            self.directory, max_file_bytes=max_file_bytes, settled_ns=self.settled_ns
+        )
         limited._cache = self._cache
         scan = limited._scan(workspace, store_objects=False)
         return Snapshot(scan.entries, "", tuple(scan.too_large))
@@ -125,14 +131,15 @@ class CheckpointStore:
     def _scan(self, workspace: Path, *, store_objects: bool) -> _Scan:
         cache = self._load_cache()
         scan = _Scan()
-        settled_before = time.time_ns() - CACHE_SETTLED_NS
+        settled_before = time.time_ns() - self.settled_ns
         try:
             root = os.open(workspace, _DIRECTORY_FLAGS)
         except OSError as error:
             raise CheckpointStoreError(f"cannot open the workspace {workspace}: {error}") from None
         try:
             rules = workspace_ignore_rules(root)
-            for found in _walk(root, rules, _root_fingerprint(root, settled_before)):
+            fingerprint = _root_fingerprint(root, settled_before)
+            for found in _walk(root, rules, fingerprint, settled_before):
                 info, path = found.info, found.path
                 if stat.S_ISREG(info.st_mode) and info.st_size > self.max_file_bytes:
                     scan.too_large.append(path)
@@ -399,13 +406,12 @@ class _Found:
     info: os.stat_result
 
 
-def _walk(root: int, rules: GitIgnore, fingerprint: str) -> Iterator[_Found]:
+def _walk(root: int, rules: GitIgnore, fingerprint: str, settled_before: int) -> Iterator[_Found]:
     """Every regular file and symlink below `root`, depth first, in directories the rules
     leave in (the files themselves are the caller's to check); each level's descriptor is
     valid until the next item. Paths are plain `/`-joined text: path objects for 10,000
     files cost more than the walk's system calls."""
     levels: list[tuple[_Level, Iterator[os.DirEntry[str]]]] = []
-    settled_before = time.time_ns() - CACHE_SETTLED_NS
 
     def enter(fd: int, relative: str, parent: GitIgnore, parent_fingerprint: str) -> None:
         try:

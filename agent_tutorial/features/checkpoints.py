@@ -80,8 +80,6 @@ class TurnCheckpoints:
         if self._pending and parsed.tool.effect in WRITE_CAPABLE_EFFECTS:
             self._pending = False  # one try a turn, taken or not
             self._before = self._snapshot()
-            if self._before is not None and self._before.too_large:
-                self._tell_too_large(self._before.too_large)
         return parsed
 
     def after_call(self, parsed: ParsedCall, result: ToolResult) -> ToolResult:
@@ -95,6 +93,9 @@ class TurnCheckpoints:
         after = self._snapshot()
         if after is None:
             return
+        too_large = sorted({*before.too_large, *after.too_large})
+        if too_large:
+            self._tell_too_large(too_large)
         changed = changed_paths(before.manifest, after.manifest)
         if not changed:
             return
