@@ -33,6 +33,7 @@ from agent_tutorial.core.loop import TurnInterrupted
 from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.text import printable
 from agent_tutorial.features.artifact_catalog import list_artifacts
+from agent_tutorial.features.checkpoints import checkpoint_store_bytes
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.compaction.budget import WindowSize
 from agent_tutorial.features.project_instructions import ProjectInstructions
@@ -364,6 +365,8 @@ class Repl:
         artifacts = list_artifacts(self.conversation.setup.root)
         stored = format_bytes(sum(info.size for info in artifacts))
         rows.append(("artifacts", f"{len(artifacts)} file(s), {stored}"))
+        checkpoints = format_bytes(checkpoint_store_bytes(self.conversation.setup.root))
+        rows.append(("checkpoints", f"{checkpoints} stored (agent-tutorial undo)"))
         if agent.reads_instructions:
             rows.append(("project instructions", _instructions_text(agent.instructions)))
         rows.append(("last usage", _usage_text(self.summary, agent.context_meter.window)))

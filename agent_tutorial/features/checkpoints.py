@@ -206,6 +206,11 @@ def latest_session(store: CheckpointStore, *, undone: bool = False) -> str | Non
     return None if newest is None else newest[1]
 
 
+def checkpoint_store_bytes(project_root: Path) -> int:
+    """The store's size on disk (`/context`)."""
+    return ProjectCheckpoints(project_root).store.size_bytes()
+
+
 def forget_checkpoints(project_root: Path, session_ids: Sequence[str]) -> list[str]:
     """Remove deleted sessions' checkpoints and the objects only they named (`sessions
     prune`); returns a warning line when the store cannot be cleaned."""
