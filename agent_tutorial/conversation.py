@@ -20,6 +20,7 @@ from agent_tutorial.core.model import ModelClient
 from agent_tutorial.core.permissions import Approver
 from agent_tutorial.core.sandbox import SandboxPolicy
 from agent_tutorial.features.compaction import CompactionOutcome
+from agent_tutorial.features.session_files import REWIND_RECORD
 from agent_tutorial.features.sessions import (
     LoadedSession,
     SessionError,
@@ -125,7 +126,7 @@ class Conversation:
     def run(self, prompt: str) -> RunResult:
         checkpoints = self.agent.checkpoints  # records the files a turn changes (undo)
         if checkpoints is not None:
-            checkpoints.begin_turn(self.session_id, prompt)
+            checkpoints.begin_turn(self.session_id, prompt, len(self.agent.runner.history))
         try:
             result = self.agent.runner.run(prompt)
             if not result.final_text.strip():  # else a script sees nothing and wonders why
@@ -135,6 +136,19 @@ class Conversation:
             if checkpoints is not None:
                 checkpoints.end_turn()
             self._end_turn()
+
+    def rewind(self, keep: int) -> None:
+        """Keep the conversation's first `keep` messages (`/undo`, `/rewind`). The log
+        keeps every message and gains a rewind record, which loading honours; the agent
+        is rebuilt on the shorter history, as resuming builds one."""
+        history = self.agent.runner.history[:keep]
+        if self.log is not None:
+            self.log.record(REWIND_RECORD, {"messages": keep})
+        self._agent = self._build(history)
+        if self._agent.todos is not None:
+            self._agent.todos.restore(history)
+        if self.log is not None:
+            self._agent.events.subscribe(self.log)
 
     def compact(self, focus: str | None = None) -> CompactionOutcome:
         """`/compact`: summarise the whole conversation now (chapter 8)."""

@@ -52,6 +52,7 @@ from agent_tutorial.render import (
     session_table,
     shorten,
 )
+from agent_tutorial.rewinding import Rewinder
 from agent_tutorial.run_summary import RunSummary, format_count
 from agent_tutorial.session_picker import pick_session
 
@@ -76,6 +77,8 @@ SLASH_COMMANDS = (
     SlashCommand("/clear", "/clear", "start a new session"),
     SlashCommand("/sessions", "/sessions", "saved sessions in this project"),
     SlashCommand("/resume", "/resume [ID]", "continue a saved session (no id: pick one)"),
+    SlashCommand("/undo", "/undo", "take back the last prompt: its files and messages"),
+    SlashCommand("/rewind", "/rewind", "pick a prompt to go back before (files, messages)"),
     SlashCommand("/exit", "/exit", "leave (also Ctrl-D)"),
 )
 
@@ -184,6 +187,14 @@ class Repl:
         self._confirmation: PromptSession[str] = PromptSession(
             color_depth=color_depth, input=input, output=output
         )
+        self._rewinder = Rewinder(
+            conversation,
+            self.err,
+            self._confirmation,
+            self.session.input,
+            self.session.output,
+            self._terminal_columns,
+        )
         self._commands: dict[str, Callable[[str], bool]] = {
             "/help": self._help,
             "/context": self._context,
@@ -193,6 +204,8 @@ class Repl:
             "/clear": self._clear,
             "/sessions": self._sessions,
             "/resume": self._resume,
+            "/undo": self._undo,
+            "/rewind": self._rewind,
             "/exit": lambda _argument: False,
             "/quit": lambda _argument: False,
         }
@@ -458,6 +471,14 @@ class Repl:
         resumed = f"resumed {loaded.meta.session_id}: {len(loaded.history)} messages"
         self.err.print(Text(resumed, style="dim"))
         self._show_recap()
+        return True
+
+    def _undo(self, _argument: str) -> bool:
+        self._rewinder.undo()
+        return True
+
+    def _rewind(self, _argument: str) -> bool:
+        self._rewinder.rewind()
         return True
 
     def _session_named(self, argument: str) -> Path:

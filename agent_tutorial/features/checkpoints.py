@@ -24,6 +24,8 @@ from agent_tutorial.adapters.checkpoint_store import (
 )
 from agent_tutorial.core.errors import EXIT_FAILURE, EXIT_USAGE, AgentTutorialError
 from agent_tutorial.core.events import EventBus, Notice
+from agent_tutorial.core.loop import EMPTY_REPLY_FOLLOW_UP
+from agent_tutorial.core.messages import ChatMessage, UserMessage
 from agent_tutorial.core.tools import ParsedCall, ToolRegistry, ToolResult
 
 WRITE_CAPABLE_EFFECTS = frozenset({"write", "execute"})
@@ -58,6 +60,8 @@ class Checkpoint:
     changed: tuple[str, ...]
     max_file_bytes: int
     """The size limit the turn's snapshots kept to; undo compares the files now by it."""
+    messages_before: int
+    """The conversation's length when the turn's prompt was sent."""
 
 
 class TurnCheckpoints:
@@ -69,11 +73,15 @@ class TurnCheckpoints:
         self.events = events
         self._session_id = ""
         self._prompt = ""
+        self._messages_before = 0
         self._before: Snapshot | None = None
         self._pending = False
 
-    def begin_turn(self, session_id: str, prompt: str) -> None:
+    def begin_turn(self, session_id: str, prompt: str, messages_before: int) -> None:
+        """A prompt's turn starts; `messages_before` is the history's length before it,
+        which ties the checkpoint to the turn (`/rewind`)."""
         self._session_id, self._prompt = session_id, prompt
+        self._messages_before = messages_before
         self._before, self._pending = None, True
 
     def before_call(self, parsed: ParsedCall) -> ParsedCall | ToolResult:
@@ -111,6 +119,7 @@ class TurnCheckpoints:
                 "after": after.digest,
                 "changed": list(changed),
                 "max_file_bytes": self.store.max_file_bytes,
+                "messages_before": self._messages_before,
             }
             self.store.append_record(self._session_id, record)
         except (CheckpointStoreError, OSError) as error:
@@ -156,6 +165,16 @@ def first_line(text: str) -> str:
     return line if len(line) <= PROMPT_LINE_CHARS else line[: PROMPT_LINE_CHARS - 1] + "…"
 
 
+def prompt_starts(history: Sequence[ChatMessage]) -> list[int]:
+    """Where each prompt's turn begins in canonical history: its user message (the request
+    the loop adds after an empty answer is not a prompt)."""
+    return [
+        index
+        for index, message in enumerate(history)
+        if isinstance(message, UserMessage) and message.content != EMPTY_REPLY_FOLLOW_UP
+    ]
+
+
 # Reading the records
 
 
@@ -185,14 +204,16 @@ def _numbers(value: object) -> list[int]:
 def _checkpoint(record: Mapping[str, object]) -> Checkpoint | None:
     fields = [record.get(name) for name in ("time", "prompt", "workspace", "before", "after")]
     number, limit = record.get("number"), record.get("max_file_bytes")
-    changed = record.get("changed")
+    changed, messages_before = record.get("changed"), record.get("messages_before")
     if not isinstance(number, int) or not isinstance(limit, int):
+        return None
+    if not isinstance(messages_before, int):
         return None
     if not all(isinstance(value, str) for value in fields) or not isinstance(changed, list):
         return None
     time, prompt, workspace, before, after = (str(value) for value in fields)
     paths = tuple(str(path) for path in changed)
-    return Checkpoint(number, time, prompt, workspace, before, after, paths, limit)
+    return Checkpoint(number, time, prompt, workspace, before, after, paths, limit, messages_before)
 
 
 def latest_session(store: CheckpointStore, *, undone: bool = False) -> str | None:
@@ -324,6 +345,13 @@ class ProjectCheckpoints:
     def latest_session(self, *, undone: bool = False) -> str | None:
         with _as_undo_error():
             return latest_session(self.store, undone=undone)
+
+    def turns_since(self, session_id: str, messages: int) -> int:
+        """How many standing checkpoints belong to turns sent once the conversation had
+        `messages` messages or more (what `/rewind` to there takes back)."""
+        with _as_undo_error():
+            standing = checkpoints_of(self.store, session_id)
+        return sum(1 for c in standing if c.messages_before >= messages)
 
     def plan_undo(self, session_id: str, turns: int) -> UndoPlan:
         with _as_undo_error():
