@@ -77,3 +77,25 @@ def test_a_damaged_object_is_refused_by_name(workspace: Path) -> None:
 
     with pytest.raises(CheckpointStoreError, match="unreadable"):
         store.read_object(digest)
+
+
+def test_a_symlinked_state_folder_is_refused_and_nothing_is_written_through_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (workspace / ".agent_tutorial").symlink_to(elsewhere)
+    (workspace / "a.txt").write_text("x")
+
+    with pytest.raises(CheckpointStoreError, match="is a symlink"):
+        store_for(workspace).snapshot(workspace)
+
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_real_state_folder_is_written(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x")
+
+    store_for(workspace).snapshot(workspace)
+
+    assert (workspace / ".agent_tutorial" / "checkpoints" / "objects").is_dir()

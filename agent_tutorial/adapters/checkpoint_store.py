@@ -320,10 +320,15 @@ class CheckpointStore:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        """The store's lock, held while it is written (two agents in one project)."""
+        """The store's lock, held while it is written (two agents in one project). A state
+        folder or store that is a symlink is refused: a repository could commit one that
+        leads the agent's writes elsewhere."""
         try:
+            _refuse_symlink(self.directory.parent)
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self.directory / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            _refuse_symlink(self.directory)
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(self.directory / "lock", flags, 0o600)
         except OSError as error:
             raise CheckpointStoreError(f"cannot open the checkpoint store: {error}") from None
         try:
@@ -468,6 +473,11 @@ def _fingerprint(parent: str, directory: int, name: str, relative: str, settled:
         return ""
     identity = f"{parent}/{relative}/{info.st_size}/{info.st_mtime_ns}/{info.st_ctime_ns}"
     return hashlib.sha256(f"{identity}/{info.st_ino}".encode()).hexdigest()[:16]
+
+
+def _refuse_symlink(folder: Path) -> None:
+    if folder.is_symlink():
+        raise CheckpointStoreError(f"{folder} is a symlink; not writing through it")
 
 
 def _recorded_kind(info: os.stat_result) -> bool:
