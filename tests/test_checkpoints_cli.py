@@ -398,3 +398,26 @@ def test_the_state_folder_and_nested_git_folders_are_never_recorded(
     assert listed[0]["files_changed"] == ["vendor/code.txt"]
     assert undo.stdout.splitlines() == ["removed   vendor/code.txt"]
     assert (workspace / "vendor" / ".git" / "HEAD").read_text() == "changed\n"
+
+
+def test_a_file_the_turn_swapped_for_a_folder_and_back_comes_back(
+    workspace: Path, run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    (workspace / "f").write_text("a file\n")
+    (workspace / "d").mkdir()
+    (workspace / "d" / "x.txt").write_text("in a folder\n")
+    command = "rm f; mkdir f; echo y > f/y.txt; rm -r d; echo now a file > d"
+    loopback.queue(tool_stream([("b1", "bash", {"command": command})]), text_stream("done"))
+    run_turn(run_cli)
+
+    undo = run_cli("undo")
+
+    assert undo.exit_code == 0, undo.stderr
+    assert undo.stdout.splitlines() == [
+        "removed   d",
+        "recreated d/x.txt",
+        "recreated f",
+        "removed   f/y.txt",
+    ]
+    assert (workspace / "f").read_text() == "a file\n"
+    assert (workspace / "d" / "x.txt").read_text() == "in a folder\n"

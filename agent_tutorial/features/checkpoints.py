@@ -295,14 +295,15 @@ def _action(before: Manifest, path: str, after: Manifest) -> Action:
 def apply_undo(store: CheckpointStore, plan: UndoPlan) -> list[str]:
     """Put every changed path back; returns one line per path that could not be, and
     records the undo so that the next one goes further back."""
-    failures: list[str] = []
-    for change in plan.changes:
-        try:
-            store.restore(plan.workspace, change.path, plan.before.get(change.path))
-        except (CheckpointStoreError, OSError) as error:
-            failures.append(f"{change.path}: {error}")
-    removed = [c.path for c in plan.changes if c.action == "removed"]
-    store.remove_empty_folders(plan.workspace, _folders_made(removed, plan.before))
+    removed = [c for c in plan.changes if c.action == "removed"]
+    put_back = [c for c in plan.changes if c.action != "removed"]
+    # Removals first, then the folders they emptied: a file the turns put where a folder
+    # was (or a folder where a file was) must be gone before what was there comes back.
+    failures = _restore_each(store, plan, removed)
+    store.remove_empty_folders(
+        plan.workspace, _folders_made([c.path for c in removed], plan.before)
+    )
+    failures += _restore_each(store, plan, put_back)
     store.append_record(
         plan.session_id,
         {
@@ -311,6 +312,18 @@ def apply_undo(store: CheckpointStore, plan: UndoPlan) -> list[str]:
             "checkpoints": [c.number for c in plan.checkpoints],
         },
     )
+    return failures
+
+
+def _restore_each(
+    store: CheckpointStore, plan: UndoPlan, changes: Sequence[PathChange]
+) -> list[str]:
+    failures: list[str] = []
+    for change in changes:
+        try:
+            store.restore(plan.workspace, change.path, plan.before.get(change.path))
+        except (CheckpointStoreError, OSError) as error:
+            failures.append(f"{change.path}: {error}")
     return failures
 
 
