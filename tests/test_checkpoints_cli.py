@@ -421,3 +421,25 @@ def test_a_file_the_turn_swapped_for_a_folder_and_back_comes_back(
     ]
     assert (workspace / "f").read_text() == "a file\n"
     assert (workspace / "d" / "x.txt").read_text() == "in a folder\n"
+
+
+def test_session_picks_an_older_session_and_neither_command_needs_model_settings(
+    workspace: Path, run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    for name in ("older.txt", "newer.txt"):
+        loopback.queue(
+            tool_stream([("w1", "write_file", {"path": name, "content": "x\n"})]),
+            text_stream("done"),
+        )
+        run_turn(run_cli)
+    sessions = sorted((workspace / STORE / "sessions").glob("*.jsonl"), key=os.path.getmtime)
+    older = sessions[0].stem
+    no_model = {"OPENAI_BASE_URL": None, "OPENAI_API_KEY": None, "AGENT_TUTORIAL_MODEL": None}
+
+    listed = run_cli("checkpoints", "list", "--session", older[:4], "--json", env=no_model)
+    undo = run_cli("undo", "--session", older, env=no_model)
+
+    assert [row["files_changed"] for row in json.loads(listed.stdout)] == [["older.txt"]]
+    assert undo.exit_code == 0, undo.stderr
+    assert undo.stdout.splitlines() == ["removed   older.txt"]
+    assert (workspace / "newer.txt").exists()
