@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from agent_tutorial.adapters.checkpoint_store import CheckpointStore
 from agent_tutorial.adapters.sandbox import sandbox_available
+from agent_tutorial.core.events import EventBus
+from agent_tutorial.core.tools import ToolRegistry
+from agent_tutorial.features.builtin_tools import file_tools, search_tools
+from agent_tutorial.features.checkpoints import turn_checkpoints
 from tests.conftest import RunCli
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 
@@ -443,3 +448,31 @@ def test_session_picks_an_older_session_and_neither_command_needs_model_settings
     assert undo.exit_code == 0, undo.stderr
     assert undo.stdout.splitlines() == ["removed   older.txt"]
     assert (workspace / "newer.txt").exists()
+
+
+@pytest.mark.parametrize("chapter", range(1, 9))
+def test_every_chapter_takes_checkpoints(
+    workspace: Path, run_cli: RunCli, loopback: LoopbackServer, chapter: int
+) -> None:
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": "echo new > made.txt"})]), text_stream("done")
+    )
+    run = run_cli("run", "--chapter", str(chapter), "-y", "-p", "make a file")
+    assert run.exit_code == 0, run.stderr
+
+    undo = run_cli("undo")
+
+    assert undo.stdout.splitlines() == ["removed   made.txt"]
+    assert not (workspace / "made.txt").exists()
+
+
+def test_a_chapter_whose_tools_only_read_gets_no_checkpoint_guard(workspace: Path) -> None:
+    store = CheckpointStore.in_state_folder(workspace, max_file_bytes=1000)
+    reading, writing = ToolRegistry(), ToolRegistry()
+    for tool in search_tools(workspace):
+        reading.register(tool)
+    for tool in file_tools(workspace):
+        writing.register(tool)
+
+    assert turn_checkpoints(reading, store, workspace, EventBus()) is None
+    assert turn_checkpoints(writing, store, workspace, EventBus()) is not None
