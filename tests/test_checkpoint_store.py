@@ -99,3 +99,54 @@ def test_a_real_state_folder_is_written(workspace: Path) -> None:
     store_for(workspace).snapshot(workspace)
 
     assert (workspace / ".agent_tutorial" / "checkpoints" / "objects").is_dir()
+
+
+def objects_in(store: CheckpointStore) -> set[str]:
+    return {path.parent.name + path.name for path in (store.directory / "objects").glob("*/*")}
+
+
+def test_a_snapshot_after_one_change_stores_the_file_and_the_trees_on_its_path(
+    workspace: Path,
+) -> None:
+    for folder in ("a", "b", "c/d"):
+        (workspace / folder).mkdir(parents=True)
+        for number in range(20):
+            (workspace / folder / f"f{number}.txt").write_text(f"{folder} {number}")
+    store = store_for(workspace)
+    first = store.snapshot(workspace)
+    stored = objects_in(store)
+    (workspace / "c" / "d" / "f3.txt").write_text("changed")
+
+    second = store.snapshot(workspace)
+
+    assert len(objects_in(store) - stored) == 4  # the file, c/d, c and the root
+    assert len(second.manifest) == len(first.manifest) == 60
+    assert store.manifest(second.digest) == second.manifest
+
+
+def test_pruning_keeps_the_objects_of_a_turn_in_progress_until_it_ends(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x")
+    running = store_for(workspace)
+    running.hold()
+    snapshot = running.snapshot(workspace)
+    pruning = store_for(workspace)
+
+    pruning.forget(["abcdef12"])
+    kept = objects_in(pruning)
+    running.release()
+    pruning.forget(["abcdef12"])
+
+    assert snapshot.digest in kept
+    assert objects_in(pruning) == set()
+
+
+def test_a_stat_cache_older_than_a_prune_is_not_trusted(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x")
+    directory = store_for(workspace).directory
+    agent = CheckpointStore(directory, max_file_bytes=1000, settled_ns=0)
+    agent.snapshot(workspace)
+    store_for(workspace).forget([])  # no records: every object goes
+
+    again = agent.snapshot(workspace)
+
+    assert agent.read_object(again.manifest["a.txt"].digest) == b"x"

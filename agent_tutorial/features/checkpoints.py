@@ -87,7 +87,7 @@ class TurnCheckpoints:
     def before_call(self, parsed: ParsedCall) -> ParsedCall | ToolResult:
         if self._pending and parsed.tool.effect in WRITE_CAPABLE_EFFECTS:
             self._pending = False  # one try a turn, taken or not
-            self._before = self._snapshot()
+            self._before = self._snapshot(hold=True)
         return parsed
 
     def after_call(self, parsed: ParsedCall, result: ToolResult) -> ToolResult:
@@ -96,8 +96,13 @@ class TurnCheckpoints:
     def end_turn(self) -> None:
         """Record the files as the turn left them; a turn that changed nothing is dropped."""
         before, self._before, self._pending = self._before, None, False
-        if before is None or not self._session_id:
-            return
+        try:
+            if before is not None and self._session_id:
+                self._record(before)
+        finally:
+            self.store.release()
+
+    def _record(self, before: Snapshot) -> None:
         after = self._snapshot()
         if after is None:
             return
@@ -125,8 +130,10 @@ class TurnCheckpoints:
         except (CheckpointStoreError, OSError) as error:
             self._warn(f"checkpoint not saved: {error}")
 
-    def _snapshot(self) -> Snapshot | None:
+    def _snapshot(self, *, hold: bool = False) -> Snapshot | None:
         try:
+            if hold:
+                self.store.hold()
             return self.store.snapshot(self.workspace)
         except (CheckpointStoreError, OSError) as error:
             self._warn(f"checkpoint not taken: {error}")
