@@ -4,9 +4,10 @@ state folder (`.agent_tutorial/checkpoints/`), and the writes that put a file ba
 A snapshot is a manifest (path → kind, mode, digest) of the files `.gitignore` does not
 exclude; `.git/` and `.agent_tutorial/` are never entered, and only regular files and
 symlinks are recorded (a socket, FIFO or device is skipped without being opened). Objects
-(file contents and manifests) are zlib-compressed and named by the SHA-256 of what they
-hold, so a file that did not change is stored once however many snapshots name it. The
-user's own `.git` is never read for content nor written.
+(file contents, and one tree per folder, as git's) are zlib-compressed and named by the
+SHA-256 of what they hold, so a file or folder that did not change is stored once however
+many snapshots name it. Of the user's own `.git` only `info/exclude` is read; nothing in it
+is written.
 
 Files are read and written through descriptors: each directory is opened below its parent
 with `O_NOFOLLOW`, so a directory swapped for a symlink makes the open fail rather than
@@ -74,7 +75,7 @@ Manifest = Mapping[str, Entry]
 class Snapshot:
     manifest: Manifest
     digest: str
-    """The manifest's own object name ("" for a scan that stored nothing)."""
+    """The root tree's object name ("" for a scan that stored nothing)."""
     too_large: tuple[str, ...] = ()
     """Files left out for being over the size limit."""
 

@@ -117,7 +117,7 @@ class TurnCheckpoints:
             record = {
                 "type": "checkpoint",
                 "number": number,
-                "time": datetime.now(UTC).isoformat(timespec="seconds"),
+                "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
                 "prompt": first_line(self._prompt),
                 "workspace": str(self.workspace),
                 "before": before.digest,
@@ -315,7 +315,7 @@ def apply_undo(store: CheckpointStore, plan: UndoPlan) -> list[str]:
         plan.session_id,
         {
             "type": "undo",
-            "time": datetime.now(UTC).isoformat(timespec="seconds"),
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "checkpoints": [c.number for c in plan.checkpoints],
         },
     )
