@@ -476,3 +476,22 @@ def test_a_chapter_whose_tools_only_read_gets_no_checkpoint_guard(workspace: Pat
 
     assert turn_checkpoints(reading, store, workspace, EventBus()) is None
     assert turn_checkpoints(writing, store, workspace, EventBus()) is not None
+
+
+def test_what_a_subagent_writes_is_in_its_parent_turn_checkpoint(
+    workspace: Path, run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    task = {"description": "write", "prompt": "write helper.txt"}
+    loopback.queue(
+        tool_stream([("t1", "task", task)]),
+        tool_stream([("w1", "write_file", {"path": "helper.txt", "content": "h\n"})]),
+        text_stream("child done"),
+        text_stream("done"),
+    )
+    run = run_cli("run", "--chapter", "6", "-y", "-p", "delegate")
+    assert run.exit_code == 0, run.stderr
+    assert (workspace / "helper.txt").exists()
+
+    undo = run_cli("undo")
+
+    assert undo.stdout.splitlines() == ["removed   helper.txt"]
