@@ -330,6 +330,28 @@ def test_a_sandboxed_command_cannot_write_the_store(
     assert "Read-only file system" in loopback.requests[-1]["messages"][-1]["content"]
 
 
+@pytest.mark.skipif(sandbox_available() is not None, reason="no sandbox on this system")
+def test_a_sandboxed_command_cannot_read_copies_of_files_the_workspace_no_longer_has(
+    workspace: Path, run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    (workspace / "credentials.txt").write_text("hunter2-secret\n")
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": "rm credentials.txt"})]), text_stream("done")
+    )
+    run_turn(run_cli)
+    look = (
+        "python3 -c 'import glob, zlib\n"
+        'for path in glob.glob(".agent_tutorial/checkpoints/objects/*/*"):\n'
+        '    print(zlib.decompress(open(path, "rb").read()))\''
+    )
+    loopback.queue(tool_stream([("b1", "bash", {"command": look})]), text_stream("done"))
+
+    run_turn(run_cli, "--continue")
+
+    assert "hunter2" not in loopback.requests[-1]["messages"][-1]["content"]
+    assert run_cli("undo").stdout.splitlines() == ["recreated credentials.txt"]
+
+
 def test_symlinks_are_recorded_as_links_and_put_back_as_links(
     workspace: Path, run_cli: RunCli, loopback: LoopbackServer
 ) -> None:
