@@ -152,6 +152,10 @@ def test_a_second_undo_goes_further_back_and_then_there_is_nothing_left(
     assert empty.exit_code == 1
     assert "nothing to undo" in empty.stderr
     assert (workspace / "a.txt").read_text() == "one\n"
+    listed = run_cli("checkpoints", "list")
+    assert [line.endswith("(undone)") for line in listed.stdout.splitlines()[::2]] == [True] * 2
+    rows = json.loads(run_cli("checkpoints", "list", "--json").stdout)
+    assert [row["undone"] for row in rows] == [True, True]
 
 
 def test_undo_turns_2_spans_two_runs_of_one_session(
