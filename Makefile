@@ -65,6 +65,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_file_tools.py
 	$(BIN)/python benchmarks/bench_sandbox.py
 	$(BIN)/python benchmarks/bench_runaway_stream.py
+	$(BIN)/python benchmarks/bench_checkpoints.py
 	$(BIN)/agent-tutorial bench --turns 300 --seed 591 --context-window 128000
 
 # A lesson run offline: `make lesson N=3 [PROMPT="…"] [ARGS="--trace"]` runs chapters/ch03.py in

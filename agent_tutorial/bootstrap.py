@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from agent_tutorial.adapters.checkpoint_store import CheckpointStore
 from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.adapters.hook_runner import command_hooks_in
 from agent_tutorial.adapters.hook_scripts import hook_script_paths
@@ -52,6 +53,7 @@ from agent_tutorial.core.tools import ToolRegistry
 from agent_tutorial.core.window import ContextWindow
 from agent_tutorial.features.bash import BashSettings, bash_tool
 from agent_tutorial.features.builtin_tools import file_tools, search_tools
+from agent_tutorial.features.checkpoints import TurnCheckpoints, turn_checkpoints
 from agent_tutorial.features.compaction import (
     CompactionManager,
     CompactionSummary,
@@ -137,6 +139,8 @@ class Agent:
     """AGENTS.md (or CLAUDE.md) as read into the system prompt (chapter 7)."""
     reads_instructions: bool = False
     """Whether this chapter reads AGENTS.md at all (`instructions` is None without one)."""
+    checkpoints: TurnCheckpoints | None = None
+    """Records the files before a turn's first write-capable tool (chapters with one)."""
     runner: AgentRunner = field(init=False)
     """Set once, last, by `build_agent`: the runner is given every other part built."""
 
@@ -320,6 +324,7 @@ class _Parts:
     hooks: HookRegistry | None
     guards: list[CallGuard]
     turn_guards: list[TurnGuard]
+    checkpoints: TurnCheckpoints | None
 
 
 def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
@@ -336,6 +341,7 @@ def build_agent(profile: ChapterProfile, deps: AgentDeps) -> Agent:
         context_meter=ContextMeter(deps.window or session_window(deps.settings)),
     )
     parts = _tools_and_guards(profile, deps)
+    agent.checkpoints = parts.checkpoints
     guidance = _add_todos_and_task(agent, deps, parts.tools, parts.guards)
     _add_project_knowledge(agent, deps, parts.tools)
     system_prompt = _system_prompt(agent)
@@ -370,7 +376,9 @@ def _tools_and_guards(profile: ChapterProfile, deps: AgentDeps) -> _Parts:
     _add_core_tools(profile, tools, deps, redactor)
     hooks = _hooks(profile, deps, redactor)
     guards, turn_guards = _guards(profile, deps, hooks)
-    return _Parts(tools, redactor, hooks, guards, turn_guards)
+    checkpoints = _checkpoints(tools, deps)
+    guards += [checkpoints] if checkpoints else []  # last: only a call that will run
+    return _Parts(tools, redactor, hooks, guards, turn_guards, checkpoints)
 
 
 TEXT_CALLS_NOTICE = (
@@ -584,6 +592,12 @@ def _add_core_tools(
         budget_s = settings.grep_time_budget_s
         for tool in search_tools(workspace, grep_time_budget_s=budget_s, state_dir=state_dir):
             tools.register(tool)
+
+
+def _checkpoints(tools: ToolRegistry, deps: AgentDeps) -> TurnCheckpoints | None:
+    limit = deps.settings.checkpoint_max_file_bytes
+    store = CheckpointStore.in_state_folder(deps.project.root, max_file_bytes=limit)
+    return turn_checkpoints(tools, store, deps.project.workspace, deps.events)
 
 
 def _guards(

@@ -80,6 +80,9 @@ MAX_TOKENS = MAX_CONTEXT_WINDOW_TOKENS
 MAX_TEMPERATURE = 2.0
 """The highest sampling temperature the OpenAI API accepts."""
 MiB = 1024 * 1024
+CHECKPOINT_MAX_FILE_BYTES = 10 * MiB
+"""Files above this size are left out of checkpoints unless `checkpoint_max_file_bytes`
+says otherwise."""
 _WIRE = WireOptions()
 """The adapter's defaults, which the wire settings below document and start from."""
 
@@ -250,6 +253,12 @@ class Settings(BaseSettings):
 
     output_disk_cap_bytes: int = Field(default=OUTPUT_DISK_CAP_BYTES, ge=0, le=64 * 1024 * MiB)
     """Bytes of one command's whole output kept on disk for chapter 8's artifact (0: none)."""
+
+    checkpoint_max_file_bytes: int = Field(
+        default=CHECKPOINT_MAX_FILE_BYTES, ge=0, le=64 * 1024 * MiB
+    )
+    """A file larger than this is left out of checkpoints (one notice says which), so undo
+    leaves it as it is."""
 
     max_tool_argument_bytes: int = Field(default=MAX_TOOL_ARGUMENT_BYTES, ge=1024, le=64 * MiB)
     """A tool call with larger arguments is refused, and the arguments are shortened in the

@@ -19,6 +19,7 @@ from agent_tutorial.core.events import EventBus, EventSink, Notice
 from agent_tutorial.core.loop import RunResult
 from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.features.compaction import CompactionOutcome
+from agent_tutorial.features.session_files import REWIND_RECORD
 from agent_tutorial.features.sessions import (
     LoadedSession,
     SessionError,
@@ -128,13 +129,31 @@ class Conversation:
             self.agent.events.emit(Notice("warning", text))
 
     def run(self, prompt: str) -> RunResult:
+        checkpoints = self.agent.checkpoints  # records the files a turn changes (undo)
+        if checkpoints is not None:
+            checkpoints.begin_turn(self.session_id, prompt, len(self.agent.runner.history))
         try:
             result = self.agent.runner.run(prompt)
             if not result.final_text.strip():  # else a script sees nothing and wonders why
                 self.agent.events.emit(Notice("warning", EMPTY_ANSWER_NOTICE))
             return result
         finally:
+            if checkpoints is not None:
+                checkpoints.end_turn()
             self._end_turn()
+
+    def rewind(self, keep: int) -> None:
+        """Keep the conversation's first `keep` messages (`/undo`, `/rewind`). The log
+        keeps every message and gains a rewind record, which loading honours; the agent
+        is rebuilt on the shorter history, as resuming builds one."""
+        history = self.agent.runner.history[:keep]
+        if self.log is not None:
+            self.log.record(REWIND_RECORD, {"messages": keep})
+        self._agent = self._build(history)
+        if self._agent.todos is not None:
+            self._agent.todos.restore(history)
+        if self.log is not None:
+            self._agent.events.subscribe(self.log)
 
     def compact(self, focus: str | None = None) -> CompactionOutcome:
         """`/compact`: summarise the whole conversation now (chapter 8)."""

@@ -33,6 +33,7 @@ from agent_tutorial.core.loop import TurnInterrupted
 from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.text import printable
 from agent_tutorial.features.artifact_catalog import list_artifacts
+from agent_tutorial.features.checkpoints import checkpoint_store_bytes
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.compaction.budget import WindowSize
 from agent_tutorial.features.project_instructions import ProjectInstructions
@@ -51,6 +52,7 @@ from agent_tutorial.render import (
     session_table,
     shorten,
 )
+from agent_tutorial.rewinding import Rewinder
 from agent_tutorial.run_summary import RunSummary, format_count
 from agent_tutorial.session_picker import pick_session
 
@@ -75,6 +77,8 @@ SLASH_COMMANDS = (
     SlashCommand("/clear", "/clear", "start a new session"),
     SlashCommand("/sessions", "/sessions", "saved sessions in this project"),
     SlashCommand("/resume", "/resume [ID]", "continue a saved session (no id: pick one)"),
+    SlashCommand("/undo", "/undo", "take back the last prompt: its files and messages"),
+    SlashCommand("/rewind", "/rewind", "pick a prompt to go back before (files, messages)"),
     SlashCommand("/exit", "/exit", "leave (also Ctrl-D)"),
 )
 
@@ -185,6 +189,14 @@ class Repl:
         self._confirmation: PromptSession[str] = PromptSession(
             color_depth=color_depth, input=input, output=output
         )
+        self._rewinder = Rewinder(
+            conversation,
+            self.err,
+            self._confirmation,
+            self.session.input,
+            self.session.output,
+            self._terminal_columns,
+        )
         self._commands: dict[str, Callable[[str], bool]] = {
             "/help": self._help,
             "/context": self._context,
@@ -194,6 +206,8 @@ class Repl:
             "/clear": self._clear,
             "/sessions": self._sessions,
             "/resume": self._resume,
+            "/undo": self._undo,
+            "/rewind": self._rewind,
             "/exit": lambda _argument: False,
             "/quit": lambda _argument: False,
         }
@@ -366,6 +380,8 @@ class Repl:
         artifacts = list_artifacts(self.conversation.setup.project.root)
         stored = format_bytes(sum(info.size for info in artifacts))
         rows.append(("artifacts", f"{len(artifacts)} file(s), {stored}"))
+        checkpoints = format_bytes(checkpoint_store_bytes(self.conversation.setup.project.root))
+        rows.append(("checkpoints", f"{checkpoints} stored (agent-tutorial undo)"))
         if agent.reads_instructions:
             rows.append(("project instructions", _instructions_text(agent.instructions)))
         rows.append(("last usage", _usage_text(self.summary, agent.context_meter.window)))
@@ -457,6 +473,14 @@ class Repl:
         resumed = f"resumed {loaded.meta.session_id}: {len(loaded.history)} messages"
         self.err.print(Text(resumed, style="dim"))
         self._show_recap()
+        return True
+
+    def _undo(self, _argument: str) -> bool:
+        self._rewinder.undo()
+        return True
+
+    def _rewind(self, _argument: str) -> bool:
+        self._rewinder.rewind()
         return True
 
     def _session_named(self, argument: str) -> Path:

@@ -34,7 +34,7 @@ def pick_session(
     picker = ChoiceInput[SessionInfo | None](
         message="Resume which session? (Enter resumes, Esc cancels)",
         options=options,
-        key_bindings=_cancel_bindings(),
+        key_bindings=cancel_bindings(),
     )
     with create_app_session(input=input, output=output):
         try:
@@ -54,7 +54,8 @@ def session_label(info: SessionInfo, width: int) -> str:
     return f"{label}  {shorten_at_word(prompt, max(1, width - len(label) - 2))}"
 
 
-def _cancel_bindings() -> KeyBindings:
+def cancel_bindings() -> KeyBindings:
+    """Esc leaves a picker with None, as Ctrl-C does."""
     bindings = KeyBindings()
 
     @bindings.add("escape", eager=True)

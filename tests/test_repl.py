@@ -177,6 +177,7 @@ def test_context_shows_canonical_and_next_request_sizes_and_usage(
     assert re.search(r"summary threshold\s+48\.8 KB \(0% used\)", shown)
     assert re.search(r"compaction\s+nothing compacted yet", shown)
     assert re.search(r"artifacts\s+0 file\(s\), 0 B", shown)
+    assert re.search(r"checkpoints\s+0 B stored \(agent-tutorial undo\)", shown)
     assert re.search(r"last usage\s+1,234 prompt \+ 56 completion tokens", shown)
 
 

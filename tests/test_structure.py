@@ -221,6 +221,7 @@ OS_FACING = (
     "escapees",
     "hook_runner",
     "hook_scripts",
+    "checkpoint_store",
 )
 TOP_LEVEL = {
     COMPOSITION: (
@@ -250,6 +251,8 @@ TOP_LEVEL = {
         "run_summary",
         "resuming",
         "bench_report",
+        "rewinding",
+        "rewind_picker",
     ),
     MODELS: ("testing", "demo"),
     FEATURES: ("features",),

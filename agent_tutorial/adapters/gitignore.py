@@ -54,6 +54,18 @@ class GitIgnore(WalkFilter):
                 return decision
         return False
 
+    def excludes_text(self, relative: str, *, is_dir: bool) -> bool:
+        """`excludes` for a `/`-separated relative path given as text: a checkpoint asks
+        this of every file in the workspace, and building a path object for each doubled
+        the time of a checkpoint of 10,000 files."""
+        for layer in reversed(self.layers):
+            base = layer.base.as_posix()
+            inside = relative if base == "." else relative[len(base) + 1 :]
+            decision = layer.spec.check_file(inside + "/" if is_dir else inside).include
+            if decision is not None:
+                return decision
+        return False
+
 
 def gitignore_for(workspace: Workspace, start: Target) -> GitIgnore | None:
     """The rules for a walk below `start`, or None when the workspace is not a git
@@ -68,6 +80,13 @@ def gitignore_for(workspace: Workspace, start: Target) -> GitIgnore | None:
             return None
         rules = GitIgnore(tuple(_exclude_layer(root)))
         return _down_to(root, start.relative, rules)
+
+
+def workspace_ignore_rules(root: int) -> GitIgnore:
+    """The rules at the top of a whole-workspace walk (checkpoints): the repository's
+    `info/exclude` when there is one; each directory's `.gitignore` is added on entering
+    it, in a plain folder too, since a `.gitignore` there says the same thing."""
+    return GitIgnore(tuple(_exclude_layer(root)))
 
 
 def _down_to(root: int, relative: PurePosixPath, rules: GitIgnore) -> GitIgnore | None:

@@ -131,11 +131,12 @@ def _inside(workspace: Path, paths: Iterable[Path]) -> Iterator[Path]:
 
 def _secrets(policy: SandboxPolicy, state: Path) -> Iterator[Path]:
     """The real paths of the secrets that exist: the listed ones in the home directory, the
-    policy's others, and the state folder's `.env`. A missing one has nothing to read (see
-    the limits in `adapters/sandbox.py` for a workspace holding the home)."""
+    policy's others, the state folder's `.env`, and its checkpoint store, which keeps copies
+    of files the workspace no longer has. A missing one has nothing to read (see the limits
+    in `adapters/sandbox.py` for a workspace holding the home)."""
     home = policy.home.resolve()
     candidates = [home / name for name in policy.hidden_home_paths]
-    candidates += [*policy.also_hidden, state / ".env"]
+    candidates += [*policy.also_hidden, state / ".env", state / "checkpoints"]
     seen: set[Path] = set()
     for candidate in candidates:
         real = real_path(candidate)

@@ -69,6 +69,7 @@ def sessions_prune(
     """Delete sessions last written before an age; only lists them unless --yes. A session
     open in another process is kept."""
     from agent_tutorial.features.artifact_catalog import parse_age
+    from agent_tutorial.features.checkpoints import forget_checkpoints
     from agent_tutorial.features.sessions import (
         SessionError,
         delete_sessions,
@@ -90,6 +91,7 @@ def sessions_prune(
         out.print(f"{len(old)} session(s) older than {older_than}; dry run, pass --yes to delete")
         return
     deleted, kept = delete_sessions(old)
+    kept += forget_checkpoints(current_project().root, [info.session_id for info in deleted])
     print_warnings(err, kept)
     freed = sum(info.size_bytes for info in deleted)
     out.print(f"deleted {len(deleted)} session(s), {format_bytes(freed)} freed")

@@ -36,6 +36,8 @@ one-line message fit for the user, and `exit_code` is what the command exits wit
     ├── ArtifactLookupError            (features.artifact_catalog) no artifact matches: exit 2
     ├── InstructionsError              (features.project_instructions) AGENTS.md unusable
     ├── PlotUnavailableError           (bench_report) matplotlib missing: exit 2
+    ├── CheckpointStoreError           (adapters.checkpoint_store) the store or a restore failed
+    ├── UndoError                      (features.checkpoints) undo cannot go ahead (bad input: 2)
     ├── SandboxUnavailableError        (adapters.sandbox) the sandbox asked for cannot run here
     ├── SandboxPathError               (adapters.sandbox_mounts) a path the policy needs is unusable
     └── WorkspacePathError             (core.paths) a path the model gave leads outside

@@ -175,6 +175,10 @@ def endpoint_host(base_url: str | None) -> str | None:
     return f"{host}:{port}" if port else host
 
 
+REWIND_RECORD = "rewind"
+"""A record that cuts the conversation back to its first `messages` messages."""
+
+
 @dataclass(frozen=True, slots=True)
 class SummaryRecord:
     """The latest summary state, for `CompactionManager.restore_summary(content, covered)`."""
@@ -321,7 +325,26 @@ def _replay(
                 summary = _summary_from(record, len(history), f"{where}:{number}") or summary
             except SessionLoadError as error:  # the messages are intact: keep them all
                 repaired.append(f"ignored a summary record that does not fit ({error})")
+        elif record["type"] == REWIND_RECORD:
+            summary = _rewound(record, history, summary, repaired, f"{where}:{number}")
     return history, summary
+
+
+def _rewound(
+    record: Record,
+    history: list[ChatMessage],
+    summary: SummaryRecord | None,
+    repaired: list[str],
+    where: str,
+) -> SummaryRecord | None:
+    """`/undo` and `/rewind` leave the messages on disk (history stays append-only) and
+    say how many of them the conversation keeps; a summary of dropped ones goes too."""
+    keep = record.get("messages")
+    if not isinstance(keep, int) or isinstance(keep, bool) or not 0 <= keep <= len(history):
+        repaired.append(f"ignored a rewind record that does not fit ({where}: {keep!r})")
+        return summary
+    del history[keep:]
+    return None if summary is not None and summary.covered_messages > keep else summary
 
 
 def _numbered_lines(data: bytes) -> Iterator[tuple[int, bytes]]:

@@ -1,0 +1,152 @@
+"""The checkpoint store's own rules, below the CLI: what a snapshot records and skips,
+and a damaged object caught by its name."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agent_tutorial.adapters.checkpoint_store import CheckpointStore, CheckpointStoreError
+
+
+def store_for(workspace: Path, limit: int = 1000) -> CheckpointStore:
+    return CheckpointStore.in_state_folder(workspace, max_file_bytes=limit)
+
+
+def test_a_fifo_is_skipped_and_the_files_beside_it_are_recorded(workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    (workspace / "file.txt").write_text("x")
+
+    snapshot = store_for(workspace).snapshot(workspace)
+
+    assert sorted(snapshot.manifest) == ["file.txt"]
+
+
+def test_the_size_limit_keeps_a_file_at_it_and_leaves_out_one_past_it(workspace: Path) -> None:
+    (workspace / "at.bin").write_bytes(b"x" * 1000)
+    (workspace / "past.bin").write_bytes(b"x" * 1001)
+
+    snapshot = store_for(workspace).snapshot(workspace)
+
+    assert sorted(snapshot.manifest) == ["at.bin"]
+    assert snapshot.too_large == ("past.bin",)
+
+
+def test_gitignore_applies_in_a_plain_folder_and_in_nested_folders(workspace: Path) -> None:
+    (workspace / ".gitignore").write_text("*.log\nbuild/\n")
+    (workspace / "build").mkdir()
+    (workspace / "build" / "out.txt").write_text("x")
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / ".gitignore").write_text("secret.txt\n")
+    for name in ("a.log", "sub/secret.txt", "sub/kept.txt", "kept.txt"):
+        (workspace / name).write_text("x")
+
+    snapshot = store_for(workspace).snapshot(workspace)
+
+    assert sorted(snapshot.manifest) == [".gitignore", "kept.txt", "sub/.gitignore", "sub/kept.txt"]
+
+
+@pytest.mark.parametrize(("settled_ns", "cached"), [(10**12, False), (0, True)])
+def test_the_stat_cache_keeps_only_files_whose_times_have_settled(
+    workspace: Path, settled_ns: int, cached: bool
+) -> None:
+    """A file written just now may be written again within the same clock tick, keeping
+    its size and times: its digest is not cached until its times are old enough."""
+    (workspace / "a.txt").write_text("one")
+    store = CheckpointStore.in_state_folder(workspace, max_file_bytes=1000)
+    store = CheckpointStore(store.directory, max_file_bytes=1000, settled_ns=settled_ns)
+
+    store.snapshot(workspace)
+
+    saved = store.directory / "stat-cache.json"
+    cache = orjson.loads(saved.read_bytes()) if saved.exists() else {}
+    assert ("a.txt" in cache) is cached
+
+
+def test_a_damaged_object_is_refused_by_name(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("one")
+    store = store_for(workspace)
+    digest = store.snapshot(workspace).manifest["a.txt"].digest
+    store.snapshot(workspace)
+    path = store.directory / "objects" / digest[:2] / digest[2:]
+    path.chmod(0o600)
+    path.write_bytes(b"not zlib")
+
+    with pytest.raises(CheckpointStoreError, match="unreadable"):
+        store.read_object(digest)
+
+
+def test_a_symlinked_state_folder_is_refused_and_nothing_is_written_through_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (workspace / ".agent_tutorial").symlink_to(elsewhere)
+    (workspace / "a.txt").write_text("x")
+
+    with pytest.raises(CheckpointStoreError, match="is a symlink"):
+        store_for(workspace).snapshot(workspace)
+
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_real_state_folder_is_written(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x")
+
+    store_for(workspace).snapshot(workspace)
+
+    assert (workspace / ".agent_tutorial" / "checkpoints" / "objects").is_dir()
+
+
+def objects_in(store: CheckpointStore) -> set[str]:
+    return {path.parent.name + path.name for path in (store.directory / "objects").glob("*/*")}
+
+
+def test_a_snapshot_after_one_change_stores_the_file_and_the_trees_on_its_path(
+    workspace: Path,
+) -> None:
+    for folder in ("a", "b", "c/d"):
+        (workspace / folder).mkdir(parents=True)
+        for number in range(20):
+            (workspace / folder / f"f{number}.txt").write_text(f"{folder} {number}")
+    store = store_for(workspace)
+    first = store.snapshot(workspace)
+    stored = objects_in(store)
+    (workspace / "c" / "d" / "f3.txt").write_text("changed")
+
+    second = store.snapshot(workspace)
+
+    assert len(objects_in(store) - stored) == 4  # the file, c/d, c and the root
+    assert len(second.manifest) == len(first.manifest) == 60
+    assert store.manifest(second.digest) == second.manifest
+
+
+def test_pruning_keeps_the_objects_of_a_turn_in_progress_until_it_ends(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x")
+    running = store_for(workspace)
+    running.hold()
+    snapshot = running.snapshot(workspace)
+    pruning = store_for(workspace)
+
+    pruning.forget(["abcdef12"])
+    kept = objects_in(pruning)
+    running.release()
+    pruning.forget(["abcdef12"])
+
+    assert snapshot.digest in kept
+    assert objects_in(pruning) == set()
+
+
+def test_a_stat_cache_older_than_a_prune_is_not_trusted(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x")
+    directory = store_for(workspace).directory
+    agent = CheckpointStore(directory, max_file_bytes=1000, settled_ns=0)
+    agent.snapshot(workspace)
+    store_for(workspace).forget([])  # no records: every object goes
+
+    again = agent.snapshot(workspace)
+
+    assert agent.read_object(again.manifest["a.txt"].digest) == b"x"
