@@ -36,7 +36,7 @@ from agent_tutorial.core.events import (
 from agent_tutorial.core.hooks import HookError, HookGuard, HookInput, HookRegistry
 from agent_tutorial.core.loop import AgentRunner, CallGuard, RequestGuidance, TurnGuard
 from agent_tutorial.core.messages import ChatMessage, project_context_message, system_message
-from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest
+from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest, PromptTooLongError
 from agent_tutorial.core.permissions import (
     ApprovalAnswer,
     ApprovalRequest,
@@ -412,6 +412,7 @@ def _add_compaction(
         meter,
         deps.settings.max_output_tokens,
         on_window=lambda tokens: _use_stated_window(agent, deps.events, tokens),
+        on_refusal=lambda size, error: _record_refusal(agent, size, error),
     )
     summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(model, deps.events))
     if hooks is not None:
@@ -435,6 +436,12 @@ def _use_stated_window(agent: Agent, events: EventBus, tokens: int) -> None:
     events.emit(
         Notice("info", f"the server states a context window of {tokens:,} tokens; keeping to it")
     )
+
+
+def _record_refusal(agent: Agent, request_bytes: int, error: PromptTooLongError) -> None:
+    """Chapter 8 after an overflow error: the retry is sized by what it states."""
+    if agent.compaction is not None:
+        agent.compaction.refused(request_bytes, error.prompt_tokens)
 
 
 def _window_accounting(

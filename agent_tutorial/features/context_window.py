@@ -74,12 +74,19 @@ class MeteredModel:
         return reply
 
 
+RefusalSink = Callable[[int, PromptTooLongError], None]
+"""Told of each agent request refused as too long: its bytes of messages and tool schemas
+(`request_utf8_bytes`) and the error, with what it states."""
+
+
 class WindowFromOverflow:
     """The model as chapter 8 sees it: a window a provider states in its overflow error
     (`PromptTooLongError.window_tokens`) is used for the rest of the session as
     `--context-window` would be, so the loop's one retry after the refusal fits. Only a
-    window smaller than the known one is taken; `on_window` is told when one is. The error
-    goes on to the loop either way."""
+    window smaller than the known one is taken; `on_window` is told when one is. A count
+    of the refused request it states calibrates bytes per token; `on_refusal` is told of
+    every refused request that carried tools (an agent request, not a summary's). The
+    error goes on to the loop either way."""
 
     def __init__(
         self,
@@ -87,19 +94,27 @@ class WindowFromOverflow:
         meter: ContextMeter,
         max_output_tokens: int,
         on_window: Callable[[int], None],
+        on_refusal: RefusalSink | None = None,
     ) -> None:
         self.model = model
         self.meter = meter
         self.max_output_tokens = max_output_tokens
         self.on_window = on_window
+        self.on_refusal = on_refusal
 
     def complete(self, request: ModelRequest) -> ModelReply:
         try:
             return self.model.complete(request)
         except PromptTooLongError as error:
-            stated = error.window_tokens
-            if stated is not None and self.meter.narrow(
-                WindowSize.of(stated, self.max_output_tokens)
-            ):
-                self.on_window(stated)
+            self._learn(request, error)
             raise
+
+    def _learn(self, request: ModelRequest, error: PromptTooLongError) -> None:
+        size = request_utf8_bytes(request.messages, request.tools)
+        if error.prompt_tokens is not None:
+            self.meter.calibration.learn_from_refusal(size, error.prompt_tokens)
+        stated = error.window_tokens
+        if stated is not None and self.meter.narrow(WindowSize.of(stated, self.max_output_tokens)):
+            self.on_window(stated)
+        if request.tools and self.on_refusal is not None:
+            self.on_refusal(size, error)

@@ -22,6 +22,11 @@ Candidates = Callable[[], Sequence[tuple[int, int]]]
 clearing it saves); computed only when a strategy asks."""
 
 
+UNCALIBRATED_MAX_BYTES_PER_TOKEN = 4.0
+"""Before any count is known, a token is taken to weigh at most this many bytes: JSON and
+code run below it in every tokenizer, so an estimate never falls short of bytes ÷ 4."""
+
+
 class TokenCalibration:
     """Bytes per token as a moving average of (bytes sent / prompt tokens reported), with
     the start, the weight and the plausible range of `settings`."""
@@ -43,11 +48,30 @@ class TokenCalibration:
         self.bytes_per_token = (1 - share) * self.bytes_per_token + share * ratio
         self.observations += 1
 
+    def learn_from_refusal(self, request_bytes: int, prompt_tokens: int) -> None:
+        """A refused request's count, as its provider stated it: taken whole rather than
+        averaged in (the next request must fit by it), if it is plausible at all."""
+        if prompt_tokens <= 0:
+            return
+        ratio = request_bytes / prompt_tokens
+        low, high = self._plausible
+        if low <= ratio <= high:
+            self.bytes_per_token = ratio
+            self.observations += 1
+
+    @property
+    def in_use(self) -> float:
+        """The bytes per token estimates use: uncalibrated, no more than
+        `UNCALIBRATED_MAX_BYTES_PER_TOKEN`."""
+        if self.observations:
+            return self.bytes_per_token
+        return min(self.bytes_per_token, UNCALIBRATED_MAX_BYTES_PER_TOKEN)
+
     def tokens_for(self, utf8_bytes: int) -> int:
-        return round(utf8_bytes / self.bytes_per_token)
+        return round(utf8_bytes / self.in_use)
 
     def bytes_for(self, tokens: int) -> int:
-        return int(tokens * self.bytes_per_token)
+        return int(tokens * self.in_use)
 
 
 @dataclass(frozen=True, slots=True)
