@@ -49,6 +49,7 @@ from agent_tutorial.core.text import encodable
 from agent_tutorial.core.tools import ToolRegistry
 from agent_tutorial.features.bash import BashSettings, bash_tool
 from agent_tutorial.features.builtin_tools import file_tools, search_tools
+from agent_tutorial.features.compact_framing import CompactFraming, compact_spec
 from agent_tutorial.features.compaction import (
     CompactionManager,
     CompactionSummary,
@@ -114,6 +115,9 @@ CHAPTER_GUIDANCE = {
 }
 # A subagent has neither todo_write nor task, so it is not told to use them.
 PARENT_ONLY_GUIDANCE = frozenset({Capability.TODOS, Capability.SUBAGENTS})
+COMPACT_PROMPT = BASE_PROMPT
+"""The system prompt of chapter 8 in a small window (`compact_framing`): the base prompt
+alone; the project context already says where large results are saved."""
 
 
 @dataclass
@@ -414,6 +418,8 @@ def _add_compaction(
         on_window=lambda tokens: _use_stated_window(agent, deps.events, tokens),
         on_refusal=lambda size, error: _record_refusal(agent, size, error),
     )
+    window = meter.known_window_tokens
+    model = CompactFraming(model, window, system_prompt=framing[0], compact_prompt=COMPACT_PROMPT)
     summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(model, deps.events))
     if hooks is not None:
         summarizer = CompactionHooks(summarizer, hooks, deps.workspace, deps.events)
@@ -458,8 +464,11 @@ def _window_accounting(
     ]
     allowance = settings.compaction.reminder_allowance_bytes
     reserved = request_utf8_bytes(prompt, tools.specs()) + allowance
+    compact_prompt = [system_message(COMPACT_PROMPT), *prompt[1:]]
+    compact_specs = [compact_spec(spec) for spec in tools.specs()]
+    compact = request_utf8_bytes(compact_prompt, compact_specs) + allowance
     calibration = agent.context_meter.calibration
-    return WindowAccounting(reserved, settings.max_output_tokens, calibration)
+    return WindowAccounting(reserved, settings.max_output_tokens, calibration, compact)
 
 
 def _system_prompt(agent: Agent, *, subagent: bool = False) -> str:

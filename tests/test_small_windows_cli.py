@@ -199,3 +199,28 @@ def test_each_retry_is_smaller_than_the_request_refused(
             assert sent_bytes(retry) < sent_bytes(refused)
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "All five files read."
+
+
+def fixed_part_bytes(body: dict[str, Any]) -> int:
+    """The system prompt, project context and tool schemas of a request, as compact JSON
+    (the way the agent counts them); the reminders' 2,000 B allowance comes on top."""
+    system, project_context = body["messages"][:2]
+    parts = [system, project_context, body["tools"]]
+    return sum(len(json.dumps(part, separators=(",", ":"), ensure_ascii=False)) for part in parts)
+
+
+@pytest.mark.parametrize(("window", "compact"), [(16_384, True), (16_385, False)])
+def test_chapter_8_sends_a_fixed_part_of_at_most_6000_bytes_in_a_window_of_16k_or_less(
+    run_cli: RunCli, loopback: LoopbackServer, window: int, compact: bool
+) -> None:
+    loopback.queue(text_stream("hello"))
+
+    result = run_cli("run", "-c", "8", "--context-window", str(window), "-p", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    (body,) = loopback.requests
+    assert (fixed_part_bytes(body) + 2_000 <= 6_000) is compact
+    assert [tool["function"]["name"] for tool in body["tools"]] == [
+        "bash", "read_file", "write_file", "edit_file", "glob", "grep", "todo_write", "task",
+        "load_skill",
+    ]  # fmt: skip

@@ -47,6 +47,10 @@ class ContextMeter:
         self.window = window
         return True
 
+    def known_window_tokens(self) -> int | None:
+        """The window as known now, in tokens (None: unknown)."""
+        return None if self.window is None else self.window.tokens
+
     def observe(self, request_bytes: int, reply: ModelReply) -> None:
         if reply.usage is not None:
             self.calibration.observe(request_bytes, reply.usage.prompt_tokens)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS, clamp_output_tokens
+from agent_tutorial.features.compact_framing import uses_compact_framing
 from agent_tutorial.features.compaction.settings import CompactionSettings
 
 _DEFAULTS = CompactionSettings()
@@ -124,10 +125,15 @@ class WindowAccounting:
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     """The output cap as configured; `WindowSize.of` clamps it to the window."""
     calibration: TokenCalibration = field(default_factory=TokenCalibration)
+    compact_reserved_bytes: int | None = None
+    """`reserved_bytes` in the compact form requests take in a small window
+    (`compact_framing`); None when requests are never compact."""
 
     def __post_init__(self) -> None:
-        if self.reserved_bytes < 0:
-            raise ValueError(f"reserved_bytes must be >= 0, got {self.reserved_bytes}")
+        for name in ("reserved_bytes", "compact_reserved_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
         if self.max_output_tokens <= 0:
             raise ValueError(f"max_output_tokens must be positive, got {self.max_output_tokens}")
 
@@ -136,7 +142,14 @@ class WindowAccounting:
         window = None
         if window_tokens is not None:
             window = WindowSize.of(window_tokens, self.max_output_tokens)
-        return HistoryBudget(window, self.reserved_bytes, self.calibration)
+        return HistoryBudget(window, self.reserved_for(window_tokens), self.calibration)
+
+    def reserved_for(self, window_tokens: int | None) -> int:
+        """What every request carries besides its history, in the form it takes in a
+        window of `window_tokens`."""
+        if self.compact_reserved_bytes is not None and uses_compact_framing(window_tokens):
+            return self.compact_reserved_bytes
+        return self.reserved_bytes
 
 
 def fewest_to_fit(excess_bytes: int, savings: Sequence[int]) -> int:

@@ -160,6 +160,7 @@ class CompactionManager:
         self._prepared: _Prepared | None = None
         self._previewed: _Prepared | None = None
         self._refusal: Refusal | None = None
+        self._threshold_told = False
         self.last_request_bytes = 0
         """Bytes of the last request history `prepare` returned."""
 
@@ -181,6 +182,22 @@ class CompactionManager:
     def summary_threshold_bytes(self) -> int:
         """The request size past which layer 4 summarises, for the window as now known."""
         return self._strategy.summary_threshold(self._budget.history_bytes())
+
+    @property
+    def summary_threshold_source(self) -> str:
+        """Which threshold `summary_threshold_bytes` is, and how to raise it."""
+        return wording.threshold_source(
+            self.settings.strategy,
+            self.summary_threshold_bytes,
+            self._budget.history_bytes(),
+            self.settings.proactive_threshold_bytes,
+        )
+
+    @property
+    def fixed_part_bytes(self) -> int:
+        """What every request carries besides its history (system prompt, tool schemas,
+        the reminders' allowance), in the form it takes in the window as now known."""
+        return self._budget.reserved_bytes
 
     # --- the loop's ContextPolicy ----------------------------------------------------------
 
@@ -356,7 +373,7 @@ class CompactionManager:
             return cheap
         self._breaker.succeeded()
         state = self._set_summary(summary, transcript, covered_messages=len(history))
-        self._emit_summary(state, transcript, "automatic", cheap.utf8_bytes)
+        self._emit_summary(state, transcript, "automatic", cheap.utf8_bytes, threshold=True)
         return self._layers.build(self._lead(), budget)
 
     def _summarize_for_recovery(self, request: History, limit: int | None) -> CompactionSummary:
@@ -499,11 +516,19 @@ class CompactionManager:
         transcript: ArtifactReference,
         trigger: wording.SummaryTrigger,
         before: int,
+        *,
+        threshold: bool = False,
     ) -> None:
+        """`threshold`: an automatic summary, whose first line of the session also says
+        which threshold it passed and how to raise it."""
         after = state.utf8_bytes + self._index.bytes_from(state.covered_messages)
         event = wording.summarised(
             state.message, state.covered_messages, transcript, trigger, (before, after)
         )
+        if threshold and not self._threshold_told:
+            self._threshold_told = True
+            source = self.summary_threshold_source
+            event = replace(event, text=f"{event.text} (threshold: {source})")
         self._emit(event)
 
     def _emit(self, event: CompactionApplied | Notice) -> None:
