@@ -24,26 +24,28 @@ from agent_tutorial.features.compaction.retry import (
 from agent_tutorial.features.compaction.settings import CompactionSettings
 from agent_tutorial.features.compaction.sizes import message_utf8_bytes
 
+HALF = CompactionSettings().unstated_retry_share
+
 
 def test_with_a_count_and_a_window_the_retry_fits_the_window_at_the_stated_ratio() -> None:
     # 9,000 tokens for 36,000 B: 4 B a token, so 6,000 tokens of room hold 24,000 B.
     refusal = Refusal(request_bytes=36_000, history_bytes=30_000, prompt_tokens=9_000)
 
-    assert retry_limit_bytes(refusal, prompt_room_tokens=6_000) == 24_000
+    assert retry_limit_bytes(refusal, prompt_room_tokens=6_000, unstated_share=HALF) == 24_000
 
 
 def test_the_stated_ratio_is_used_for_the_retry_however_implausible() -> None:
     refusal = Refusal(request_bytes=30_000, history_bytes=20_000, prompt_tokens=1_000)  # 30 B
 
-    assert retry_limit_bytes(refusal, prompt_room_tokens=500) == 15_000
+    assert retry_limit_bytes(refusal, prompt_room_tokens=500, unstated_share=HALF) == 15_000
 
 
 def test_a_retry_is_smaller_than_the_refused_request_even_when_the_window_is_larger() -> None:
     """A server whose count says the request fit its window is still believed it did not."""
     refusal = Refusal(request_bytes=10_000, history_bytes=5_000, prompt_tokens=1_000)
 
-    assert retry_limit_bytes(refusal, prompt_room_tokens=1_000) == 9_999
-    assert retry_limit_bytes(refusal, prompt_room_tokens=999) == 9_990
+    assert retry_limit_bytes(refusal, prompt_room_tokens=1_000, unstated_share=HALF) == 9_999
+    assert retry_limit_bytes(refusal, prompt_room_tokens=999, unstated_share=HALF) == 9_990
 
 
 @pytest.mark.parametrize(
@@ -54,13 +56,21 @@ def test_without_a_count_or_a_window_the_retry_is_at_most_half(
 ) -> None:
     refusal = Refusal(request_bytes=30_001, history_bytes=20_000, prompt_tokens=prompt_tokens)
 
-    assert retry_limit_bytes(refusal, prompt_room_tokens=room) == 15_000
+    assert retry_limit_bytes(refusal, prompt_room_tokens=room, unstated_share=HALF) == 15_000
+
+
+def test_the_share_without_a_count_is_configurable_and_rounds_down() -> None:
+    refusal = Refusal(request_bytes=1_000, history_bytes=500)
+
+    assert retry_limit_bytes(refusal, prompt_room_tokens=None, unstated_share=0.25) == 250
+    assert retry_limit_bytes(refusal, prompt_room_tokens=None, unstated_share=1.0) == 999
+    assert HALF == 0.5
 
 
 def test_a_request_of_one_byte_leaves_no_room_for_a_retry() -> None:
     refusal = Refusal(request_bytes=1, history_bytes=1, prompt_tokens=None)
 
-    assert retry_limit_bytes(refusal, prompt_room_tokens=None) == 0
+    assert retry_limit_bytes(refusal, prompt_room_tokens=None, unstated_share=HALF) == 0
 
 
 def test_the_history_limit_takes_out_the_refused_requests_fixed_part_or_the_reserve() -> None:

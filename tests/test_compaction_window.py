@@ -451,3 +451,13 @@ def test_the_reactive_summary_request_itself_fits_the_window(tmp_path: Path) -> 
     (summarised,) = summarizer.calls
     assert summary_request_bytes(summarised) <= 21_000
     assert summarised[-2:] == sent[-2:]  # the oldest groups went, the latest stayed
+
+
+def test_a_latest_result_no_larger_than_a_full_preview_is_not_persisted(tmp_path: Path) -> None:
+    """Its preview (2,000 B of head and 2,000 of tail, as configured) would be no smaller."""
+    compaction = manager(tmp_path, 1_000)  # 2,625 B of history
+
+    with pytest.raises(ContextOverflowError, match="latest message alone"):
+        compaction.prepare(history_with(1, "r" * 3_000))
+    request = manager(tmp_path, 1_000).prepare(history_with(1, "r" * 5_000))
+    assert str(request[-1].content).startswith("<persisted-tool-result>")

@@ -23,11 +23,6 @@ Candidates = Callable[[], Sequence[tuple[int, int]]]
 clearing it saves); computed only when a strategy asks."""
 
 
-UNCALIBRATED_MAX_BYTES_PER_TOKEN = 4.0
-"""Before any count is known, a token is taken to weigh at most this many bytes: JSON and
-code run below it in every tokenizer, so an estimate never falls short of bytes ÷ 4."""
-
-
 class TokenCalibration:
     """Bytes per token as a moving average of (bytes sent / prompt tokens reported), with
     the start, the weight and the plausible range of `settings`."""
@@ -37,6 +32,7 @@ class TokenCalibration:
         self.observations = 0
         self._share = settings.calibration_share
         self._plausible = settings.min_bytes_per_token, settings.max_bytes_per_token
+        self._uncalibrated_max = settings.uncalibrated_max_bytes_per_token
 
     def observe(self, request_bytes: int, prompt_tokens: int) -> None:
         if prompt_tokens <= 0:
@@ -63,10 +59,10 @@ class TokenCalibration:
     @property
     def in_use(self) -> float:
         """The bytes per token estimates use: uncalibrated, no more than
-        `UNCALIBRATED_MAX_BYTES_PER_TOKEN`."""
+        `uncalibrated_max_bytes_per_token`."""
         if self.observations:
             return self.bytes_per_token
-        return min(self.bytes_per_token, UNCALIBRATED_MAX_BYTES_PER_TOKEN)
+        return min(self.bytes_per_token, self._uncalibrated_max)
 
     def tokens_for(self, utf8_bytes: int) -> int:
         return round(utf8_bytes / self.in_use)

@@ -446,7 +446,7 @@ class CompactionManager:
             return budget
         window = self._budget.window
         room = None if window is None else window.prompt_tokens
-        request_limit = retry_limit_bytes(refusal, room)
+        request_limit = retry_limit_bytes(refusal, room, self.settings.unstated_retry_share)
         limit = retry_history_limit(refusal, request_limit, self._budget.reserved_bytes)
         return limit if budget is None else min(budget, limit)
 
@@ -456,18 +456,24 @@ class CompactionManager:
         return self._lead() is None and self._index.group_count <= 1
 
     def _persist_latest_results(self, budget: int) -> None:
-        """Layer 1 for results that entered before the window was known: those of the latest
-        group over the window's persist threshold go to files now, previews sized for the
-        window shown in their place. Canonical history keeps them whole."""
+        """Layer 1 for results that entered before the window was known: when the latest
+        group does not fit, its results over the window's persist threshold go to files now,
+        previews sized for the window shown in their place. Canonical history keeps them
+        whole. A result no larger than a full preview as configured stays as it is: its
+        preview would be no smaller."""
         latest = self._index.group_count - 1
         if latest < 0 or not self._index.is_tool_group(latest):
             return
+        if self._index.group_bytes(latest, latest + 1) <= budget:
+            return
         start, stop = self._index.group_start(latest), self._index.group_start(latest + 1)
+        full_preview = self.settings.preview_head_bytes + self.settings.preview_tail_bytes
         shown = [
             (position, message)
             for position in range(start, stop)
             if isinstance(message := self._index.shown[position], ToolMessage)
             and not is_persisted(message.content)
+            and self._index.message_bytes(position, position + 1) > full_preview
         ]
         results = [ToolResult(content=message.content) for _, message in shown]
         window_settings = settings_for_budget(self.settings, budget)

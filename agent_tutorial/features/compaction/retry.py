@@ -37,14 +37,16 @@ class Refusal:
         return self.request_bytes / self.prompt_tokens
 
 
-def retry_limit_bytes(refusal: Refusal, prompt_room_tokens: int | None) -> int:
+def retry_limit_bytes(
+    refusal: Refusal, prompt_room_tokens: int | None, unstated_share: float
+) -> int:
     """The largest retry, in bytes of messages and tool schemas: under the prompt's room
     in the stated window at the provider's bytes per token when both are known, else at
-    most half the refused request; below the refused request always."""
+    most `unstated_share` of the refused request; below the refused request always."""
     smaller = refusal.request_bytes - 1
     per_token = refusal.stated_bytes_per_token
     if per_token is None or prompt_room_tokens is None:
-        return min(smaller, refusal.request_bytes // 2)
+        return min(smaller, int(refusal.request_bytes * unstated_share))
     return max(0, min(smaller, int(prompt_room_tokens * per_token)))
 
 
