@@ -29,16 +29,21 @@ SCHEMA: dict[str, Any] = {
             "description": "How many.",
             "title": "Limit",
         },
-        "todos": {"items": {"$ref": "#/$defs/Item"}, "maxItems": 50, "type": "array"},
+        "todos": {
+            "items": {"$ref": "#/$defs/Item", "title": "Todo"},
+            "maxItems": 50,
+            "type": "array",
+        },
     },
     "$defs": {
+        "title": {"type": "string", "title": "A definition named title"},
         "Item": {
             "description": "One step.",
             "properties": {"status": {"enum": ["a", "b"], "title": "Status", "type": "string"}},
             "required": ["status"],
             "title": "Item",
             "type": "object",
-        }
+        },
     },
     "required": ["description"],
     "type": "object",
@@ -60,6 +65,8 @@ def test_windows_of_16k_or_less_get_the_compact_form(window: int | None, compact
         ("Run a command. Then more.", "Run a command."),
         ("One sentence only.", "One sentence only."),
         ("Version 1.5 works. Yes.", "Version 1.5 works."),
+        ("One. Two. Three.", "One."),
+        (". Then a sentence. And more.", "."),
         ("", ""),
     ],
 )
@@ -76,11 +83,12 @@ def test_the_compact_schema_keeps_every_constraint_and_property_name() -> None:
             "todos": {"items": {"$ref": "#/$defs/Item"}, "maxItems": 50, "type": "array"},
         },
         "$defs": {
+            "title": {"type": "string"},
             "Item": {
                 "properties": {"status": {"enum": ["a", "b"], "type": "string"}},
                 "required": ["status"],
                 "type": "object",
-            }
+            },
         },
         "required": ["description"],
         "type": "object",
@@ -120,6 +128,29 @@ def test_requests_are_compact_only_while_the_known_window_is_small(
     assert (sent.messages[0] == system_message("p")) is compact
     assert (sent.tools[0] == compact_spec(spec)) is compact
     assert sent.messages[1] == user_message("hi")
+
+
+def test_a_request_of_no_messages_passes_as_it_is() -> None:
+    inner = Recording()
+    model = CompactFraming(inner, lambda: 4_096, system_prompt="long prompt", compact_prompt="p")
+
+    model.complete(ModelRequest(()))
+
+    assert inner.requests[0].messages == ()
+
+
+def test_each_specs_compact_form_is_made_once_and_again_for_a_new_spec_of_that_name() -> None:
+    inner = Recording()
+    model = CompactFraming(inner, lambda: 4_096, system_prompt="long prompt", compact_prompt="p")
+    first = ToolSpec("task", "Hand a job over. More.", SCHEMA)
+    renewed = ToolSpec("task", "Give a job away. More.", SCHEMA)
+
+    for spec in (first, first, renewed):
+        model.complete(ModelRequest((user_message("hi"),), (spec,)))
+
+    sent = [request.tools[0] for request in inner.requests]
+    assert sent[0] is sent[1]
+    assert sent[2].description == "Give a job away."
 
 
 def test_a_request_without_the_agents_system_prompt_keeps_its_first_message() -> None:

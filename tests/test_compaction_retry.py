@@ -67,6 +67,12 @@ def test_the_share_without_a_count_is_configurable_and_rounds_down() -> None:
     assert HALF == 0.5
 
 
+def test_a_window_with_no_room_for_the_prompt_leaves_no_room_for_a_retry() -> None:
+    refusal = Refusal(request_bytes=10_000, history_bytes=5_000, prompt_tokens=1_000)
+
+    assert retry_limit_bytes(refusal, prompt_room_tokens=0, unstated_share=HALF) == 0
+
+
 def test_a_request_of_one_byte_leaves_no_room_for_a_retry() -> None:
     refusal = Refusal(request_bytes=1, history_bytes=1, prompt_tokens=None)
 
