@@ -13,7 +13,7 @@ from agent_tutorial.core.messages import (
     tool_message,
     user_message,
 )
-from agent_tutorial.features.compaction.budget import TokenCalibration
+from agent_tutorial.features.compaction.budget import TokenCalibration, WindowAccounting
 from agent_tutorial.features.compaction.index import CanonicalIndex
 from agent_tutorial.features.compaction.persist import is_persisted
 from agent_tutorial.features.compaction.retry import (
@@ -193,3 +193,51 @@ def test_a_preview_is_known_so_it_is_never_persisted_again(content: str, persist
 def _read(call_id: str, content: str) -> list[ChatMessage]:
     call = tool_call(call_id, "read_file", '{"path": "f"}')
     return [assistant_message(None, (call,)), tool_message(content, call_id)]
+
+
+def test_a_refusal_counting_one_token_is_a_count() -> None:
+    calibration = TokenCalibration()
+    calibration.learn_from_refusal(5, 1)
+
+    assert calibration.bytes_per_token == 5
+
+
+def test_each_refusal_taken_is_one_more_observation() -> None:
+    calibration = TokenCalibration()
+    calibration.learn_from_refusal(3_000, 1_000)
+    calibration.learn_from_refusal(2_000, 1_000)
+
+    assert calibration.observations == 2
+    assert calibration.bytes_per_token == 2
+
+
+# --- what every request carries, in the form a window takes ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("window", "reserved"), [(16_384, 4_000), (4_096, 4_000), (16_385, 10_000), (None, 10_000)]
+)
+def test_a_window_of_16k_or_less_reserves_the_compact_fixed_part(
+    window: int | None, reserved: int
+) -> None:
+    accounting = WindowAccounting(reserved_bytes=10_000, compact_reserved_bytes=4_000)
+
+    assert accounting.reserved_for(window) == reserved
+    assert accounting.budget(window).reserved_bytes == reserved
+
+
+def test_without_a_compact_form_every_window_reserves_the_full_one() -> None:
+    assert WindowAccounting(reserved_bytes=10_000).budget(4_096).reserved_bytes == 10_000
+
+
+def test_a_fixed_part_below_nothing_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^reserved_bytes must be >= 0, got -1$"):
+        WindowAccounting(reserved_bytes=-1)
+    with pytest.raises(ValueError, match=r"^compact_reserved_bytes must be >= 0, got -1$"):
+        WindowAccounting(compact_reserved_bytes=-1)
+
+
+def test_a_fixed_part_of_nothing_is_one() -> None:
+    accounting = WindowAccounting(reserved_bytes=0, compact_reserved_bytes=0)
+
+    assert accounting.reserved_for(4_096) == accounting.reserved_for(None) == 0
