@@ -574,6 +574,14 @@ def test_the_overflow_error_carries_the_refused_requests_count_the_reply_states(
         assert error.prompt_tokens == STATED_PROMPTS[provider]
 
 
+def test_a_count_only_the_sdks_message_states_is_read_too() -> None:
+    """A stream's error event may reach the adapter as the SDK's message alone."""
+    error = classify_error(400, None, "prompt is too long: 9000 tokens > 8192 maximum")
+
+    assert isinstance(error, PromptTooLongError)
+    assert error.prompt_tokens == 9_000
+
+
 @pytest.mark.parametrize(
     ("body", "counted"),
     [
