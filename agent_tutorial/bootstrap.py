@@ -39,7 +39,7 @@ from agent_tutorial.core.events import (
 from agent_tutorial.core.hooks import HookError, HookGuard, HookInput, HookRegistry
 from agent_tutorial.core.loop import AgentRunner, CallGuard, RequestGuidance, TurnGuard
 from agent_tutorial.core.messages import ChatMessage, project_context_message, system_message
-from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest
+from agent_tutorial.core.model import ModelClient, ModelReply, ModelRequest, PromptTooLongError
 from agent_tutorial.core.permissions import (
     ApprovalAnswer,
     ApprovalRequest,
@@ -54,6 +54,7 @@ from agent_tutorial.core.window import ContextWindow
 from agent_tutorial.features.bash import BashSettings, bash_tool
 from agent_tutorial.features.builtin_tools import file_tools, search_tools
 from agent_tutorial.features.checkpoints import TurnCheckpoints, turn_checkpoints
+from agent_tutorial.features.compact_framing import CompactFraming, compact_spec
 from agent_tutorial.features.compaction import (
     CompactionManager,
     CompactionSummary,
@@ -121,6 +122,9 @@ CHAPTER_GUIDANCE = {
 }
 # A subagent has neither todo_write nor task, so it is not told to use them.
 PARENT_ONLY_GUIDANCE = frozenset({Capability.TODOS, Capability.SUBAGENTS})
+COMPACT_PROMPT = BASE_PROMPT
+"""The system prompt of chapter 8 in a small window (`compact_framing`): the base prompt
+alone; the project context already says where large results are saved."""
 
 
 @dataclass
@@ -459,9 +463,12 @@ def _add_compaction(
     meter.calibration = TokenCalibration(deps.settings.compaction)
     model: ModelClient = WindowFromOverflow(
         MeteredModel(deps.model, meter),
-        meter.context_window,
+        meter,
         on_window=lambda tokens: _announce_stated_window(deps.events, tokens),
+        on_refusal=lambda size, error: _record_refusal(agent, size, error),
     )
+    window = meter.known_window_tokens
+    model = CompactFraming(model, window, system_prompt=framing[0], compact_prompt=COMPACT_PROMPT)
     summarizer: HistorySummarizer = ModelHistorySummarizer(UsageReporting(model, deps.events))
     if hooks is not None:
         summarizer = CompactionHooks(summarizer, hooks, deps.project.workspace, deps.events)
@@ -486,6 +493,12 @@ def _announce_stated_window(events: EventBus, tokens: int) -> None:
     )
 
 
+def _record_refusal(agent: Agent, request_bytes: int, error: PromptTooLongError) -> None:
+    """Chapter 8 after an overflow error: the retry is sized by what it states."""
+    if agent.compaction is not None:
+        agent.compaction.refused(request_bytes, error.prompt_tokens)
+
+
 def _window_accounting(
     agent: Agent, settings: Settings, tools: ToolRegistry, framing: tuple[str, str]
 ) -> WindowAccounting:
@@ -500,8 +513,11 @@ def _window_accounting(
     ]
     allowance = settings.compaction.reminder_allowance_bytes
     reserved = request_utf8_bytes(prompt, tools.specs()) + allowance
+    compact_prompt = [system_message(COMPACT_PROMPT), *prompt[1:]]
+    compact_specs = [compact_spec(spec) for spec in tools.specs()]
+    compact = request_utf8_bytes(compact_prompt, compact_specs) + allowance
     calibration = agent.context_meter.calibration
-    return WindowAccounting(reserved, settings.max_output_tokens, calibration)
+    return WindowAccounting(reserved, settings.max_output_tokens, calibration, compact)
 
 
 def _system_prompt(agent: Agent, *, subagent: bool = False) -> str:

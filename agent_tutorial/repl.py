@@ -376,6 +376,8 @@ class Repl:
             threshold = agent.compaction.summary_threshold_bytes
             share = _share(request_bytes, threshold)
             rows.append(("summary threshold", f"{format_bytes(threshold)} ({share:.0%} used)"))
+            rows.append(("  applies", agent.compaction.summary_threshold_source))
+            rows.append(("fixed part", _fixed_part_text(agent.compaction.fixed_part_bytes)))
             rows += self._compaction_rows()
         artifacts = list_artifacts(self.conversation.setup.project.root)
         stored = format_bytes(sum(info.size for info in artifacts))
@@ -566,6 +568,10 @@ def _usage_text(summary: RunSummary, window: WindowSize | None) -> str:
     if usage.cached_prompt_tokens is not None:
         text += f", {usage.cached_prompt_tokens:,} cached"
     return text
+
+
+def _fixed_part_text(fixed_bytes: int) -> str:
+    return f"{format_bytes(fixed_bytes)} per request (system prompt, tool schemas, reminders)"
 
 
 def _window_text(window: WindowSize | None) -> str:

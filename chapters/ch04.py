@@ -25,7 +25,7 @@ CALL_FIELDS = {"id", "type", "function"}  # a tool call, as the endpoint wants i
 
 CHAPTER = 4
 MAX_TURNS = 100  # model requests per prompt before the loop gives up (the package default)
-MAX_OUTPUT_TOKENS = 8_192  # every request carries an output cap
+OUTPUT_CAP = {"max_tokens": 2_048}  # --max-tokens sets it; 2,048 fits an 8k-token window
 BASH_TIMEOUT_S = 120
 OUTPUT_KEEP_CHARS = 20_000  # bash keeps this much from the start and from the end
 SECRET_NAME = re.compile("KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL", re.IGNORECASE)  # kept from bash
@@ -442,11 +442,11 @@ def ask_model(client: openai.OpenAI, model: str, messages: list[Message]) -> Mes
     request: dict[str, Any] = {"model": model, "messages": messages}
     # Send tool_choice with the tools (some servers hide tools without it) and an output cap.
     specs = [spec for spec, _ in TOOLS.values()]
-    request |= {"tools": specs, "tool_choice": "auto", "max_tokens": MAX_OUTPUT_TOKENS}
+    request |= {"tools": specs, "tool_choice": "auto", **OUTPUT_CAP}
     response: ChatCompletion = client.chat.completions.create(**request)
     choice = response.choices[0]
     if choice.finish_reason == "length":
-        raise AgentError(f"the reply was cut off at the {MAX_OUTPUT_TOKENS}-token output cap")
+        raise AgentError(f"the reply was cut off at {OUTPUT_CAP['max_tokens']} output tokens")
     calls = [call.model_dump(include=CALL_FIELDS) for call in choice.message.tool_calls or []]
     message: Message = {"role": "assistant", "content": choice.message.content or ""}  # not null
     if not calls and (call := call_written_as_text(message["content"])):
@@ -472,8 +472,7 @@ def run_agent(client: openai.OpenAI, model: str, prompt: str) -> str:
 
 
 def endpoint(env_file: Path = Path(".agent_tutorial/.env")) -> tuple[str | None, ...]:
-    """Model, base URL and key from the environment, else from `.agent_tutorial/.env`; but not
-    the file's base URL for the environment's key: a repository must not redirect your key."""
+    """Model, base URL and key from the environment, else `.agent_tutorial/.env` (not its URL)."""
     lines = env_file.read_text().splitlines() if env_file.is_file() else []
     pairs = [line.removeprefix("export ").split("=", 1) for line in lines if "=" in line]
     settings = {name.strip(): value.strip().strip("\"'") for name, value in pairs}
@@ -514,9 +513,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=f"Lesson {CHAPTER}: {__doc__}")
     parser.add_argument("-p", "--prompt", required=True, help="what to ask the agent")
     parser.add_argument("--trace", action="store_true", help="one line per request on stderr")
+    parser.add_argument("--max-tokens", type=int, default=os.getenv("LESSON_MAX_TOKENS", "2048"))
     parser.add_argument("--permission-mode", choices=list(MODE_DEFAULTS))
     parser.add_argument("-y", "--yes", action="store_const", const="auto", dest="permission_mode")
     options = parser.parse_args(argv)
+    OUTPUT_CAP["max_tokens"] = options.max_tokens  # every request carries this output cap
     model, base_url, api_key = endpoint()
     if not model or not (base_url or api_key):
         print("error: no model or endpoint: set OPENAI_MODEL and OPENAI_API_KEY", file=sys.stderr)

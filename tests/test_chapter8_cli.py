@@ -237,21 +237,54 @@ NO_WINDOW = "openai-context-window"
 """OpenAI's other wording of an overflow, which names no window."""
 
 
+def queue_two_large_reads(loopback: LoopbackServer, workspace: Path) -> None:
+    """Two reads before the overflow, the first with 40 KB of the model's notes beside its
+    call: a history a retry can be made smaller than, but only by a summary (clearing
+    results would not do it, and the retry after a refusal stating no count must be at
+    most half the refused request)."""
+    path = queue_wordy_read(loopback, workspace)
+    loopback.queue(read_call("plain", path))
+
+
+def queue_wordy_read(loopback: LoopbackServer, workspace: Path) -> str:
+    """A small read whose call comes with 40 KB of the model's notes; returns its path."""
+    path = write_text_file(workspace, "small.txt", 500)
+    notes = "notes on what to read next. " * 1_500
+    loopback.queue(tool_stream([("wordy", "read_file", {"path": path})], content=notes))
+    return path
+
+
 @pytest.mark.parametrize("provider", STATING_NO_WINDOW)
 def test_overflow_is_compacted_and_retried_once(
-    run_cli: RunCli, loopback: LoopbackServer, provider: str
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, provider: str
 ) -> None:
+    queue_two_large_reads(loopback, workspace)
     loopback.queue(overflow(provider), summary_reply(), text_stream("done after compacting"))
 
     result = run_chapter_8(run_cli)
 
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "done after compacting"
-    assert request_kinds(loopback) == ["agent", "summary", "agent"]
-    retried = loopback.requests[2]
+    assert request_kinds(loopback) == ["agent", "agent", "agent", "summary", "agent"]
+    refused, retried = loopback.requests[2], loopback.requests[4]
     assert wire_summary(retried)["kind"] == "compacted_history"
-    assert conversation(retried)[0] == {"role": "user", "content": "Read the files."}
+    assert len(json.dumps(retried)) * 2 <= len(json.dumps(refused))  # no count: half at most
     assert "reactive: prompt too long" in result.stderr
+
+
+def test_an_overflow_of_the_prompt_alone_ends_the_run_without_a_summary_request(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    """One short message: nothing can be removed, so no summary is asked for."""
+    loopback.queue(overflow(NO_WINDOW), summary_reply(), text_stream("unused"))
+
+    result = run_chapter_8(run_cli)
+
+    assert result.exit_code == 1
+    assert request_kinds(loopback) == ["agent"]
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "the latest message alone (44 B" in line
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("provider", STATING_A_WINDOW)
@@ -270,20 +303,21 @@ def test_an_overflow_stating_a_window_the_request_was_far_below_is_not_retried(
     )
     assert request_kinds(loopback).count("agent") == 1
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert "could not be compacted" in line
+    assert "could not be compacted" in line or "does not fit" in line
     assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("provider", STATING_NO_WINDOW)
 def test_second_overflow_in_a_turn_ends_the_run_without_a_third_request(
-    run_cli: RunCli, loopback: LoopbackServer, provider: str
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, provider: str
 ) -> None:
+    queue_two_large_reads(loopback, workspace)
     loopback.queue(overflow(provider), summary_reply(), overflow(provider), text_stream("unused"))
 
     result = run_chapter_8(run_cli)
 
     assert result.exit_code == 1
-    assert request_kinds(loopback) == ["agent", "summary", "agent"]
+    assert request_kinds(loopback) == ["agent", "agent", "agent", "summary", "agent"]
     assert loopback.pending == 1
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert "/compact" in line
@@ -291,15 +325,16 @@ def test_second_overflow_in_a_turn_ends_the_run_without_a_third_request(
 
 
 def test_overflow_is_recovered_even_when_the_summary_request_overflows_too(
-    run_cli: RunCli, loopback: LoopbackServer
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
+    queue_two_large_reads(loopback, workspace)
     loopback.queue(overflow(NO_WINDOW), overflow(NO_WINDOW), text_stream("done after compacting"))
 
     result = run_chapter_8(run_cli)
 
     assert result.exit_code == 0, result.stderr
-    assert request_kinds(loopback) == ["agent", "summary", "agent"]
-    summary = wire_summary(loopback.requests[2])
+    assert request_kinds(loopback) == ["agent", "agent", "agent", "summary", "agent"]
+    summary = wire_summary(loopback.requests[4])
     assert summary["current_goal"] == "Read the files."  # written from the history itself
     assert "using an extractive summary instead" in result.stderr
 
@@ -331,16 +366,20 @@ def test_with_the_circuit_open_an_overflow_is_recovered_with_an_extractive_summa
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
     queue_three_failed_summaries(loopback, workspace, "length")
+    queue_two_large_reads(loopback, workspace)
     loopback.queue(overflow(NO_WINDOW), text_stream("recovered"))
 
     result = run_chapter_8(run_cli)
 
     assert result.exit_code == 0, result.stderr
-    assert request_kinds(loopback) == [*CIRCUIT_OPENING_KINDS, "agent", "agent"]
+    assert request_kinds(loopback) == [*CIRCUIT_OPENING_KINDS, *["agent"] * 4]
     summary = wire_summary(loopback.requests[-1])
     assert summary["kind"] == "compacted_history"
     assert summary["current_goal"] == "Read the files."
-    assert summary["files_read_or_changed"] == [f"large-{n}.txt" for n in range(1, 7)]
+    assert summary["files_read_or_changed"] == [
+        *(f"large-{n}.txt" for n in range(1, 7)),
+        "small.txt",
+    ]
 
 
 # --- inspecting artifacts ----------------------------------------------------------------
@@ -350,6 +389,7 @@ def persist_and_transcribe(run_cli: RunCli, loopback: LoopbackServer, workspace:
     """A run that persists a 36 KB read and then writes a transcript while recovering from an
     overflow; returns the full read output."""
     path = write_text_file(workspace, "big.txt", 36_000)
+    queue_wordy_read(loopback, workspace)
     loopback.queue(
         read_call("read-big", path),
         overflow(NO_WINDOW),

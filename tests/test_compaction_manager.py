@@ -486,7 +486,11 @@ def test_summary_event_records_what_a_resumed_session_needs(workspace: Path) -> 
 
     (event,) = recorder.applied("summary")
     before, after = history_utf8_bytes(cheap_layers(history)), history_utf8_bytes(request)
-    assert event.text == f"summary: {before:,} B → {after:,} B, transcript {TRANSCRIPT_1}"
+    assert event.text == (
+        f"summary: {before:,} B → {after:,} B, transcript {TRANSCRIPT_1} (threshold: seed, "
+        "50,000 B; raise it with [compaction] proactive_threshold_bytes, or use --compaction "
+        "cache-aware to follow the window)"
+    )
     assert event.bytes_saved == before - after
     assert event.details["summary_content"] == request[0].content
     assert event.details["covered_messages"] == len(history)

@@ -80,7 +80,7 @@ def test_the_default_shares_are_the_chapters() -> None:
     settings = CompactionSettings()
 
     shares = [getattr(settings, name) for name in SHARE_FIELDS]
-    assert shares == [0.25, 0.5, 0.25, 0.3, 0.5, 0.2, 0.75]
+    assert shares == [0.25, 0.5, 0.25, 0.3, 0.5, 0.2, 0.75, 0.5]
     assert settings.reminder_allowance_bytes == 2_000
 
 

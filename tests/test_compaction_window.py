@@ -48,11 +48,14 @@ def manager(
     strategy: CompactionStrategy = "seed",
     reserved: int = 0,
     summarizer: FakeSummarizer | None = None,
+    persist_share: float = CompactionSettings().window_persist_share,
 ) -> CompactionManager:
+    """`persist_share` above the default lets a latest result larger than a quarter of the
+    history budget stay whole (layer 1 would persist it now the window is known)."""
     return CompactionManager(
         workspace,
         summarizer or FakeSummarizer(),
-        CompactionSettings(strategy=strategy),
+        CompactionSettings(strategy=strategy, window_persist_share=persist_share),
         context_window_tokens=window,
         id_generator=counting_ids(),
         window_accounting=WindowAccounting(reserved_bytes=reserved),
@@ -120,7 +123,7 @@ def test_every_request_fits_a_small_window(tmp_path: Path) -> None:
 
 
 def test_micro_keeps_fewer_recent_results_when_three_do_not_fit(tmp_path: Path) -> None:
-    compaction = manager(tmp_path, 4_000)
+    compaction = manager(tmp_path, 4_000, persist_share=0.5)
     history = history_with(3, "r" * 4_000)  # three 4 KB results: 12 KB > 10,500 B
 
     request = compaction.prepare(history)
@@ -132,9 +135,10 @@ def test_micro_keeps_fewer_recent_results_when_three_do_not_fit(tmp_path: Path) 
 def test_the_preview_of_a_narrowed_request_is_its_size(tmp_path: Path) -> None:
     history = history_with(3, "r" * 4_000)  # narrowed, as above
 
-    preview = manager(tmp_path / "a", 4_000).next_request_bytes(history)
+    preview = manager(tmp_path, 4_000, persist_share=0.5).next_request_bytes(history)
 
-    assert preview == history_utf8_bytes(manager(tmp_path / "b", 4_000).prepare(history))
+    prepared = manager(tmp_path, 4_000, persist_share=0.5).prepare(history)
+    assert preview == history_utf8_bytes(prepared)
     assert preview < history_utf8_bytes(micro_compact_history(history))
 
 
@@ -142,14 +146,36 @@ def test_a_latest_message_larger_than_the_window_stops_the_run(tmp_path: Path) -
     compaction = manager(tmp_path, 4_000)
 
     with pytest.raises(ContextOverflowError, match="latest message alone"):
-        compaction.prepare(history_with(1, "r" * 20_000))
+        compaction.prepare([user_message("r" * 20_000)])
+
+
+def test_a_latest_result_larger_than_the_window_is_persisted_to_fit(tmp_path: Path) -> None:
+    """It entered before the window was known (layer 1 would have persisted it): it is
+    persisted now, in requests only, with a preview sized for the window."""
+    compaction = manager(tmp_path, 4_000)
+    history = history_with(1, "r" * 20_000)
+
+    request = compaction.prepare(history)
+
+    assert request[-1].content.startswith("<persisted-tool-result>")  # type: ignore[union-attr]
+    assert history_utf8_bytes(request) <= 10_500
+    assert history[-1].content == "r" * 20_000
+
+
+def test_a_latest_result_within_the_windows_threshold_stays_whole(tmp_path: Path) -> None:
+    compaction = manager(tmp_path, 4_000)  # persists over a quarter of 10,500 B: 2,625 B
+    history = history_with(1, "r" * 2_600)
+
+    request = compaction.prepare(history)
+
+    assert request[-1].content == "r" * 2_600
 
 
 def test_the_overflow_message_says_what_the_system_prompt_and_tools_take(tmp_path: Path) -> None:
     compaction = manager(tmp_path, 4_000)
 
     with pytest.raises(ContextOverflowError, match="tool schemas and reminders need about"):
-        compaction.prepare(history_with(1, "r" * 20_000))
+        compaction.prepare([user_message("r" * 20_000)])
 
 
 def test_layer_one_persists_what_a_small_window_cannot_hold(tmp_path: Path) -> None:
@@ -439,7 +465,7 @@ def test_cache_aware_cuts_stay_behind_a_summary() -> None:
 
 def test_the_reactive_summary_request_itself_fits_the_window(tmp_path: Path) -> None:
     summarizer = FakeSummarizer()
-    compaction = manager(tmp_path, 8_000, summarizer=summarizer)  # 21,000 B
+    compaction = manager(tmp_path, 8_000, summarizer=summarizer, persist_share=0.5)  # 21,000 B
     history = history_with(6, "r" * 6_400)
     sent = compaction.prepare(history)
     assert summary_request_bytes(sent) > 21_000 >= history_utf8_bytes(sent)  # the premise
@@ -449,3 +475,13 @@ def test_the_reactive_summary_request_itself_fits_the_window(tmp_path: Path) -> 
     (summarised,) = summarizer.calls
     assert summary_request_bytes(summarised) <= 21_000
     assert summarised[-2:] == sent[-2:]  # the oldest groups went, the latest stayed
+
+
+def test_a_latest_result_no_larger_than_a_full_preview_is_not_persisted(tmp_path: Path) -> None:
+    """Its preview (2,000 B of head and 2,000 of tail, as configured) would be no smaller."""
+    compaction = manager(tmp_path, 1_000)  # 2,625 B of history
+
+    with pytest.raises(ContextOverflowError, match="latest message alone"):
+        compaction.prepare(history_with(1, "r" * 3_000))
+    request = manager(tmp_path, 1_000).prepare(history_with(1, "r" * 5_000))
+    assert str(request[-1].content).startswith("<persisted-tool-result>")

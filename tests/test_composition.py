@@ -19,7 +19,7 @@ from agent_tutorial.features.redaction import Redactor
 from agent_tutorial.profiles import profile_for_chapter
 from agent_tutorial.project import Project
 from tests.conftest import TEST_API_KEY, cli_environment, run_process, write_state
-from tests.contracts import overflow, request_kinds, summary_reply
+from tests.contracts import overflow, request_kinds
 from tests.event_log import EventLog
 from tests.loopback import LoopbackServer, text_stream
 
@@ -192,15 +192,13 @@ def test_a_window_stated_in_an_overflow_reaches_the_cap_the_meter_and_the_budget
     """One window for the session: the adapter learns 8,192 tokens from llama.cpp's
     overflow error, and the output cap it sends, the meter (`/context`) and compaction's
     budget all follow, in this agent and in the next one (`/clear`)."""
-    loopback.queue(
-        overflow("llama.cpp-as-served"), summary_reply(), text_stream("again"), text_stream("anew")
-    )
+    loopback.queue(overflow("llama.cpp-as-served"), text_stream("again"), text_stream("anew"))
     with ExitStack() as opened:
         conversation = open_chapter_8(workspace, loopback, opened)
         assert conversation.agent.context_meter.window is None
 
         first = conversation.agent
-        with pytest.raises(ContextOverflowError):  # summarised, but far beyond what that saves
+        with pytest.raises(ContextOverflowError):  # one short message: nothing to remove
             conversation.run("hi")
         assert first.compaction is not None
         assert first.compaction.settings.context_window_tokens == 8_192  # learned mid-session
@@ -215,9 +213,9 @@ def test_a_window_stated_in_an_overflow_reaches_the_cap_the_meter_and_the_budget
         assert agent.context_meter.window.tokens == 8_192
         assert agent.compaction is not None
         assert agent.compaction.settings.context_window_tokens == 8_192
-    assert request_kinds(loopback) == ["agent", "summary", "agent", "agent"]
+    assert request_kinds(loopback) == ["agent", "agent", "agent"]
     caps = [body["max_tokens"] for body in loopback.requests]
-    assert caps == [8_192, 2_048, 2_048, 2_048]
+    assert caps == [8_192, 2_048, 2_048]
 
 
 def test_a_window_holder_never_widens_and_clamps_the_cap() -> None:

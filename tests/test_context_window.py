@@ -438,7 +438,7 @@ def test_a_stated_window_is_taken_only_where_it_shrinks_the_known_one(
     told: list[int] = []
     model = WindowFromOverflow(
         ScriptedModel([PromptTooLongError("too long", window_tokens=stated)]),
-        meter.context_window,
+        meter,
         on_window=told.append,
     )
 
@@ -454,9 +454,7 @@ def test_a_stated_window_is_taken_only_where_it_shrinks_the_known_one(
 def test_an_overflow_that_states_no_window_leaves_it_unknown() -> None:
     meter = ContextMeter(ContextWindow(max_output_tokens=8_192))
     told: list[int] = []
-    model = WindowFromOverflow(
-        ScriptedModel([PromptTooLongError("too long")]), meter.context_window, told.append
-    )
+    model = WindowFromOverflow(ScriptedModel([PromptTooLongError("too long")]), meter, told.append)
 
     with pytest.raises(PromptTooLongError):
         model.complete(make_request([user_message("hi")]))

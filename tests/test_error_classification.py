@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from agent_tutorial.adapters.provider_errors import classify_error, room_for_output, stated_window
+from agent_tutorial.adapters.provider_errors import (
+    classify_error,
+    room_for_output,
+    stated_prompt_tokens,
+    stated_window,
+)
 from agent_tutorial.core.model import (
     AuthenticationError,
     BadRequestError,
@@ -506,7 +511,7 @@ STATED_WINDOWS: dict[str, int | None] = {
     "azure-code-only": None,
     "deepseek": 65_536,
     "openrouter": 131_072,
-    "openrouter-upstream-raw": None,
+    "openrouter-upstream-raw": 200_000,
     "llama.cpp": 4_096,
     "llama.cpp-as-served": 8_192,
     "llama.cpp-type-only": None,
@@ -515,8 +520,8 @@ STATED_WINDOWS: dict[str, int | None] = {
     "llama-cpp-python-unformatted": 2_048,
     "vllm-top-level": 4_096,
     "vllm-input-tokens": 4_096,
-    "anthropic-gateway": None,
-    "gateway-429": None,
+    "anthropic-gateway": 200_000,
+    "gateway-429": 200_000,
     "gateway-413": None,
     "dashscope": None,
     "dashscope-as-503": None,
@@ -527,6 +532,74 @@ STATED_WINDOWS: dict[str, int | None] = {
 
 def test_every_overflow_reply_says_which_window_it_states() -> None:
     assert set(STATED_WINDOWS) == set(OVERFLOW_REPLIES)
+
+
+# The refused request's own count each overflow reply states, where it states one (issue 28).
+STATED_PROMPTS: dict[str, int | None] = {
+    "openai": 130_512,
+    "openai-context-window": None,
+    "azure-code-only": None,
+    "deepseek": 70_211,
+    "openrouter": None,  # "about 140000 tokens": prompt and cap together, estimated
+    "openrouter-upstream-raw": 201_000,
+    "llama.cpp": 5_120,
+    "llama.cpp-as-served": 9_030,
+    "llama.cpp-type-only": None,
+    "llama.cpp-as-500": None,
+    "llama-cpp-python": 2_305,
+    "llama-cpp-python-unformatted": 2_305,
+    "vllm-top-level": 4_000,
+    "vllm-input-tokens": 3_800,
+    "anthropic-gateway": 210_345,
+    "gateway-429": 210_345,
+    "gateway-413": None,
+    "dashscope": None,
+    "dashscope-as-503": None,
+    "gemini": None,
+    "tgi": None,
+}
+
+
+def test_every_overflow_reply_says_which_count_it_states() -> None:
+    assert set(STATED_PROMPTS) == set(OVERFLOW_REPLIES)
+
+
+@pytest.mark.parametrize("provider", sorted(OVERFLOW_REPLIES))
+def test_the_overflow_error_carries_the_refused_requests_count_the_reply_states(
+    provider: str,
+) -> None:
+    status, body = OVERFLOW_REPLIES[provider]
+    error = classify_error(status, body, "")
+    if isinstance(error, PromptTooLongError):
+        assert error.prompt_tokens == STATED_PROMPTS[provider]
+
+
+def test_a_count_only_the_sdks_message_states_is_read_too() -> None:
+    """A stream's error event may reach the adapter as the SDK's message alone."""
+    error = classify_error(400, None, "prompt is too long: 9000 tokens > 8192 maximum")
+
+    assert isinstance(error, PromptTooLongError)
+    assert error.prompt_tokens == 9_000
+
+
+@pytest.mark.parametrize(
+    ("body", "counted"),
+    [
+        ({"error": {"n_prompt_tokens": 1}}, 1),
+        ({"error": {"n_prompt_tokens": 0}}, None),
+        ({"error": {"n_prompt_tokens": "9000"}}, None),
+        ({"error": {"n_prompt_tokens": True}}, None),
+        ({"error": {"message": "your request has 9001 input tokens"}}, 9_001),
+        ({"error": {"message": "your request has 0 input tokens"}}, None),
+        ({"error": {"message": "your messages resulted in 1 tokens"}}, 1),
+        ({"error": {"message": "prompt is too long: 12 tokens > 10 maximum"}}, 12),
+        ({"error": {"message": "request (7 tokens) exceeds the available context"}}, 7),
+        ({"error": {"message": "Requested tokens (8) exceed context window of 4"}}, 8),
+        ({"error": {"message": "Range of input length should be [1, 30720]"}}, None),
+    ],
+)
+def test_a_stated_count_is_a_positive_whole_number(body: object, counted: int | None) -> None:
+    assert stated_prompt_tokens(body) == counted
 
 
 @pytest.mark.parametrize("provider", sorted(OVERFLOW_REPLIES))

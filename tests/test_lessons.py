@@ -168,7 +168,58 @@ def test_lesson_answers_on_stdout_and_logs_each_tool_call_on_stderr_within_the_w
     ]
     assistant = loopback.requests[1]["messages"][2]
     assert assistant["role"] == "assistant" and assistant["content"] == ""
-    assert all(body["max_tokens"] == 8_192 for body in loopback.requests)
+    assert all(body["max_tokens"] == 2_048 for body in loopback.requests)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_lessons_first_request_and_its_default_output_cap_fit_an_8k_window(
+    run_lesson: RunLesson, loopback: LoopbackServer, chapter: int
+) -> None:
+    """Counted at 3 bytes a token, more tokens than any tokenizer makes of English and JSON."""
+    loopback.queue(text_stream("Hello."))
+
+    result = run_lesson(chapter, *auto(chapter))
+
+    assert result.exit_code == 0, result.stderr
+    (body,) = loopback.requests
+    assert len(json.dumps(body)) // 3 + body["max_tokens"] <= 8_192
+
+
+@pytest.mark.parametrize("chapter", [1, 8])
+@pytest.mark.parametrize(
+    ("args", "env", "cap"),
+    [
+        (("--max-tokens", "512"), {}, 512),
+        ((), {"LESSON_MAX_TOKENS": "1000"}, 1_000),
+        (("--max-tokens", "512"), {"LESSON_MAX_TOKENS": "1000"}, 512),
+    ],
+)
+def test_a_lessons_output_cap_comes_from_max_tokens_or_lesson_max_tokens(
+    run_lesson: RunLesson,
+    loopback: LoopbackServer,
+    chapter: int,
+    args: tuple[str, ...],
+    env: dict[str, str],
+    cap: int,
+) -> None:
+    loopback.queue(text_stream("Hello."))
+
+    result = run_lesson(chapter, *auto(chapter), *args, env=env)
+
+    assert result.exit_code == 0, result.stderr
+    assert [body["max_tokens"] for body in loopback.requests] == [cap]
+
+
+@pytest.mark.parametrize("chapter", [1, 8])
+def test_a_lesson_output_cap_that_is_not_a_number_is_a_usage_error(
+    run_lesson: RunLesson, loopback: LoopbackServer, chapter: int
+) -> None:
+    result = run_lesson(chapter, env={"LESSON_MAX_TOKENS": "lots"})
+
+    assert result.exit_code == 2
+    assert "--max-tokens: invalid int value: 'lots'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert loopback.requests == []
 
 
 @pytest.mark.parametrize("chapter", [1, 8])

@@ -993,3 +993,31 @@ def test_a_resumed_repl_shows_the_last_turns_before_its_prompt(
     items = [line for line in shown if "item" in line]
     assert items == [f" • item {n} of the answer" for n in range(1, 7)]  # Markdown, trimmed
     assert shown[shown.index(items[-1]) + 1] == "… 4 more lines"
+
+
+def test_context_says_which_summary_threshold_applies_and_what_every_request_carries(
+    make_repl: MakeRepl,
+) -> None:
+    harness = make_repl()
+
+    harness.drive("/context")
+
+    shown = " ".join(harness.stdout.getvalue().split())
+    assert "applies seed, 50,000 B; raise it with [compaction] proactive_threshold_bytes" in shown
+    fixed = re.search(r"fixed part (\d+\.\d) KB per request \(system prompt, tool schemas,", shown)
+    assert fixed is not None
+    assert float(fixed.group(1)) > 6_000 / 1024  # the full form, no window known
+
+
+def test_context_in_a_small_window_shows_the_compact_fixed_part(
+    make_repl: MakeRepl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_TUTORIAL_CONTEXT_WINDOW", "8192")
+    harness = make_repl()
+
+    harness.drive("/context")
+
+    shown = " ".join(harness.stdout.getvalue().split())
+    fixed = re.search(r"fixed part (\d+\.\d) KB per request", shown)
+    assert fixed is not None
+    assert float(fixed.group(1)) <= 5.9  # at most 6,000 B, as 1,024-byte KB with one decimal

@@ -52,6 +52,11 @@ def overflow_stating_no_window() -> tuple[int, dict[str, Any]]:
 def test_a_chapter_8_overflow_sent_as_an_empty_stream_is_compacted_and_the_run_finishes(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
+    (workspace / "plan.md").write_text("read notes.md next\n")
+    # 40 KB of the model's notes first: the retry after an overflow stating no count holds
+    # at most half the refused request, and only a summary removes them.
+    notes = "notes on what to read next. " * 1_500
+    loopback.queue(tool_stream([("call_0", "read_file", {"path": "plan.md"})], content=notes))
     llama_cpp_python_reading_notes(loopback, workspace)
     loopback.queue(
         error_reply(*overflow_stating_no_window()),  # sent as an empty stream
@@ -65,10 +70,10 @@ def test_a_chapter_8_overflow_sent_as_an_empty_stream_is_compacted_and_the_run_f
     assert result.stdout.strip() == "done after compacting"
     assert "reactive: prompt too long" in result.stderr
     streamed = [body["stream"] for body in loopback.requests]
-    assert streamed == [True, True, False, True, True]
-    summary_request = loopback.requests[3]
+    assert streamed == [True, True, True, False, True, True]
+    summary_request = loopback.requests[4]
     assert summary_request["messages"][0]["content"].startswith(SUMMARY_SYSTEM_PROMPT)
-    assert wire_summary(loopback.requests[4])["current_goal"] == SUMMARY["current_goal"]
+    assert wire_summary(loopback.requests[5])["current_goal"] == SUMMARY["current_goal"]
     assert "extractive" not in result.stderr  # the fenced summary was accepted
     assert_every_request_fits_strict_servers(loopback)
 

@@ -57,6 +57,17 @@ _STATED_WINDOW = (
     re.compile(r"maximum context length is (\d{1,12}) tokens", re.IGNORECASE),
     re.compile(r"exceed context window of (\d{1,12})", re.IGNORECASE),  # llama-cpp-python
     re.compile(r"available context size \((\d{1,12}) tokens\)", re.IGNORECASE),  # llama.cpp
+    re.compile(r"\d{1,12} tokens > (\d{1,12})\b", re.IGNORECASE),  # Anthropic-style
+)
+
+# The refused request's own token count, in each wording that states one.
+_STATED_PROMPT = (
+    re.compile(r"resulted in (\d{1,12}) tokens", re.IGNORECASE),  # OpenAI
+    re.compile(r"your request has (\d{1,12}) input tokens", re.IGNORECASE),  # vLLM
+    re.compile(r"\((\d{1,12}) in the messages", re.IGNORECASE),  # vLLM, prompt and cap
+    re.compile(r"(\d{1,12}) tokens > \d{1,12}\b", re.IGNORECASE),  # Anthropic-style
+    re.compile(r"request \((\d{1,12}) tokens\) exceeds", re.IGNORECASE),  # llama.cpp
+    re.compile(r"requested tokens \((\d{1,12})\) exceed", re.IGNORECASE),  # llama-cpp-python
 )
 
 # vLLM's two wordings for prompt + cap over the window; the prompt's own count is in both.
@@ -110,7 +121,11 @@ def classify_error(
     detail = one_line(mask(provider_message(body) or _SDK_PREFIX.sub("", message)))
     text = f"{explanation}{where}: {detail}" if detail else f"{explanation}{where}"
     if error_class is PromptTooLongError:
-        return PromptTooLongError(text, window_tokens=stated_window(body, message))
+        return PromptTooLongError(
+            text,
+            window_tokens=stated_window(body, message),
+            prompt_tokens=stated_prompt_tokens(body, message),
+        )
     return error_class(text)
 
 
@@ -129,6 +144,24 @@ def stated_window(body: object, message: str = "") -> int | None:
         if match is not None:
             tokens = int(match.group(1))
             return tokens if valid_context_window(tokens) else None
+    return None
+
+
+def stated_prompt_tokens(body: object, message: str = "") -> int | None:
+    """The refused request's own token count, as the server counted it, if its overflow
+    error states one: llama.cpp's `"n_prompt_tokens"` in the body, OpenAI's "resulted in
+    9000 tokens", vLLM's "your request has 9000 input tokens", an Anthropic-style gateway's
+    "210000 tokens > 200000 maximum". None when it states none, or states 0."""
+    error = _error_object(body)
+    counted = error.get("n_prompt_tokens") if isinstance(error, dict) else None
+    if isinstance(counted, int) and not isinstance(counted, bool):
+        return counted if counted > 0 else None
+    text = " ".join([*strings_in(body), message])
+    for pattern in _STATED_PROMPT:
+        match = pattern.search(text)
+        if match is not None:
+            tokens = int(match.group(1))
+            return tokens if tokens > 0 else None
     return None
 
 

@@ -125,11 +125,19 @@ class ModelError(AgentTutorialError):
 
 class PromptTooLongError(ModelError):
     """The provider refused the request because it exceeds the context window.
-    `window_tokens` is the window the provider's error states, when it states a valid one."""
+    `window_tokens` is the window the provider's error states, when it states a valid one;
+    `prompt_tokens` the refused request's size as the provider counted it, when stated."""
 
-    def __init__(self, message: str = "", *, window_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        window_tokens: int | None = None,
+        prompt_tokens: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.window_tokens = window_tokens
+        self.prompt_tokens = prompt_tokens
 
 
 class AuthenticationError(ModelError):

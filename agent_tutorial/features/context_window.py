@@ -50,6 +50,10 @@ class ContextMeter:
             return f"≈{tokens:,} tok"
         return f"≈{tokens:,} tok, {tokens / self.window.tokens:.0%} of window"
 
+    def known_window_tokens(self) -> int | None:
+        """The window as known now, in tokens (None: unknown)."""
+        return self.context_window.tokens
+
     def observe(self, request_bytes: int, reply: ModelReply) -> None:
         if reply.usage is not None:
             self.calibration.observe(request_bytes, reply.usage.prompt_tokens)
@@ -77,29 +81,49 @@ class MeteredModel:
         return reply
 
 
+RefusalSink = Callable[[int, PromptTooLongError], None]
+"""Told of each agent request refused as too long: its bytes of messages and tool schemas
+(`request_utf8_bytes`) and the error, with what it states."""
+
+
 class WindowFromOverflow:
     """The model as chapter 8 sees it: a window a provider states in its overflow error
-    (`PromptTooLongError.window_tokens`) is learned into the session's `window` for the
-    rest of the session, as `--context-window` would set it, so the loop's one retry after
-    the refusal fits. Only a window smaller than the known one is taken; `on_window` is
-    told when the window changed during the call (the adapter may have learned it first).
-    The error goes on to the loop either way."""
+    (`PromptTooLongError.window_tokens`) is learned into the session's window (the meter's
+    `ContextWindow`) for the rest of the session, as `--context-window` would set it, so
+    the loop's one retry after the refusal fits. Only a window smaller than the known one
+    is taken; `on_window` is told when the window changed during the call (the adapter may
+    have learned it first). A count of the refused request it states calibrates bytes per
+    token; `on_refusal` is told of every refused request that carried tools (an agent
+    request, not a summary's). The error goes on to the loop either way."""
 
     def __init__(
-        self, model: ModelClient, window: ContextWindow, on_window: Callable[[int], None]
+        self,
+        model: ModelClient,
+        meter: ContextMeter,
+        on_window: Callable[[int], None],
+        on_refusal: RefusalSink | None = None,
     ) -> None:
         self.model = model
-        self.window = window
+        self.meter = meter
         self.on_window = on_window
+        self.on_refusal = on_refusal
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        known = self.window.tokens
+        known = self.meter.context_window.tokens
         try:
             return self.model.complete(request)
         except PromptTooLongError as error:
-            if error.window_tokens is not None:
-                self.window.learn(error.window_tokens)
-            learned = self.window.tokens
-            if learned is not None and learned != known:
-                self.on_window(learned)
+            self._learn(request, error, known)
             raise
+
+    def _learn(self, request: ModelRequest, error: PromptTooLongError, known: int | None) -> None:
+        size = request_utf8_bytes(request.messages, request.tools)
+        if error.prompt_tokens is not None:
+            self.meter.calibration.learn_from_refusal(size, error.prompt_tokens)
+        window = self.meter.context_window
+        if error.window_tokens is not None:
+            window.learn(error.window_tokens)
+        if window.tokens is not None and window.tokens != known:
+            self.on_window(window.tokens)
+        if request.tools and self.on_refusal is not None:
+            self.on_refusal(size, error)

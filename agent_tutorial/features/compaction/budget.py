@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from agent_tutorial.core.model import DEFAULT_MAX_OUTPUT_TOKENS, clamp_output_tokens
+from agent_tutorial.features.compact_framing import uses_compact_framing
 from agent_tutorial.features.compaction.settings import CompactionSettings
 
 _DEFAULTS = CompactionSettings()
@@ -31,6 +32,7 @@ class TokenCalibration:
         self.observations = 0
         self._share = settings.calibration_share
         self._plausible = settings.min_bytes_per_token, settings.max_bytes_per_token
+        self._uncalibrated_max = settings.uncalibrated_max_bytes_per_token
 
     def observe(self, request_bytes: int, prompt_tokens: int) -> None:
         if prompt_tokens <= 0:
@@ -43,11 +45,30 @@ class TokenCalibration:
         self.bytes_per_token = (1 - share) * self.bytes_per_token + share * ratio
         self.observations += 1
 
+    def learn_from_refusal(self, request_bytes: int, prompt_tokens: int) -> None:
+        """A refused request's count, as its provider stated it: taken whole rather than
+        averaged in (the next request must fit by it), if it is plausible at all."""
+        if prompt_tokens <= 0:
+            return
+        ratio = request_bytes / prompt_tokens
+        low, high = self._plausible
+        if low <= ratio <= high:
+            self.bytes_per_token = ratio
+            self.observations += 1
+
+    @property
+    def in_use(self) -> float:
+        """The bytes per token estimates use: uncalibrated, no more than
+        `uncalibrated_max_bytes_per_token`."""
+        if self.observations:
+            return self.bytes_per_token
+        return min(self.bytes_per_token, self._uncalibrated_max)
+
     def tokens_for(self, utf8_bytes: int) -> int:
-        return round(utf8_bytes / self.bytes_per_token)
+        return round(utf8_bytes / self.in_use)
 
     def bytes_for(self, tokens: int) -> int:
-        return int(tokens * self.bytes_per_token)
+        return int(tokens * self.in_use)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +121,15 @@ class WindowAccounting:
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     """The output cap as configured; `WindowSize.of` clamps it to the window."""
     calibration: TokenCalibration = field(default_factory=TokenCalibration)
+    compact_reserved_bytes: int | None = None
+    """`reserved_bytes` in the compact form requests take in a small window
+    (`compact_framing`); None when requests are never compact."""
 
     def __post_init__(self) -> None:
-        if self.reserved_bytes < 0:
-            raise ValueError(f"reserved_bytes must be >= 0, got {self.reserved_bytes}")
+        for name in ("reserved_bytes", "compact_reserved_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
         if self.max_output_tokens <= 0:
             raise ValueError(f"max_output_tokens must be positive, got {self.max_output_tokens}")
 
@@ -112,7 +138,14 @@ class WindowAccounting:
         window = None
         if window_tokens is not None:
             window = WindowSize.of(window_tokens, self.max_output_tokens)
-        return HistoryBudget(window, self.reserved_bytes, self.calibration)
+        return HistoryBudget(window, self.reserved_for(window_tokens), self.calibration)
+
+    def reserved_for(self, window_tokens: int | None) -> int:
+        """What every request carries besides its history, in the form it takes in a
+        window of `window_tokens`."""
+        if self.compact_reserved_bytes is not None and uses_compact_framing(window_tokens):
+            return self.compact_reserved_bytes
+        return self.reserved_bytes
 
 
 def fewest_to_fit(excess_bytes: int, savings: Sequence[int]) -> int:

@@ -47,6 +47,9 @@ class CanonicalIndex:
 
     def __init__(self) -> None:
         self.messages: list[ChatMessage] = []
+        self.shown: list[ChatMessage] = []
+        """The messages as requests show them: canonical, but for results persisted after
+        they were appended (`show_instead`); sizes and the layers follow this list."""
         self._size_prefix = [0]  # bytes of messages[:i]
         self._group_starts: list[int] = []
         self._tool_groups: list[bool] = []
@@ -96,7 +99,17 @@ class CanonicalIndex:
                 self._size_prefix.append(self._size_prefix[-1] + message_utf8_bytes(message))
             offset += len(group)
         self.messages.extend(new)
+        self.shown.extend(new)
         self._call_ids.update(call_ids)
+
+    def show_instead(self, position: int, message: ChatMessage) -> None:
+        """Requests show `message` where canonical message `position` stands (a result
+        persisted once the window became known); canonical history is unchanged."""
+        sizes = self._size_prefix
+        change = message_utf8_bytes(message) - (sizes[position + 1] - sizes[position])
+        self.shown[position] = message
+        for index in range(position + 1, len(sizes)):
+            sizes[index] += change
 
     def group_at(self, message_index: int) -> int | None:
         """The group starting at `message_index` (the group count at the end), else None."""

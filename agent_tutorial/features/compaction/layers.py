@@ -192,13 +192,13 @@ class CheapLayers:
                 start, end = index.group_start(unit), index.group_start(unit + 1)
                 total += index.message_bytes(start, end)
                 if unit not in cleared:
-                    messages.extend(index.messages[start:end])
+                    messages.extend(index.shown[start:end])
                     continue
-                messages.append(index.messages[start])  # the assistant's calls stay
+                messages.append(index.shown[start])  # the assistant's calls stay
                 for position in range(start + 1, end):
                     result, saved = self._cleared_result(position)
                     messages.append(result)
-                    cleared_count += result is not index.messages[position]
+                    cleared_count += result is not index.shown[position]
                     micro_saved += saved
         return LayeredRequest(
             messages=tuple(messages),
@@ -238,7 +238,7 @@ class CheapLayers:
     def _cleared_result(self, position: int) -> tuple[ChatMessage, int]:
         cached = self._cleared.get(position)
         if cached is None:
-            original = self._index.messages[position]
+            original = self._index.shown[position]
             result = compacted_result(original)
             own_bytes = self._index.message_bytes(position, position + 1)
             saved = 0 if result is original else own_bytes - message_utf8_bytes(result)

@@ -18,8 +18,10 @@ from agent_tutorial.core.messages import (
     ChatMessage,
     History,
     SystemMessage,
+    ToolMessage,
     UserMessage,
     system_message,
+    tool_message,
     user_message,
 )
 from agent_tutorial.core.tools import ToolResult
@@ -40,7 +42,16 @@ from agent_tutorial.features.compaction.layers import (
     Lead,
     strategy_for,
 )
-from agent_tutorial.features.compaction.persist import ResultPersister, settings_for_budget
+from agent_tutorial.features.compaction.persist import (
+    ResultPersister,
+    is_persisted,
+    settings_for_budget,
+)
+from agent_tutorial.features.compaction.retry import (
+    Refusal,
+    retry_history_limit,
+    retry_limit_bytes,
+)
 from agent_tutorial.features.compaction.settings import CompactionSettings, CompactionStrategy
 from agent_tutorial.features.compaction.sizes import message_utf8_bytes, transcript_jsonl
 from agent_tutorial.features.compaction.store import (
@@ -155,6 +166,8 @@ class CompactionManager:
         self._summary: _SummaryState | None = None
         self._prepared: _Prepared | None = None
         self._previewed: _Prepared | None = None
+        self._refusal: Refusal | None = None
+        self._threshold_told = False
         self.last_request_bytes = 0
         """Bytes of the last request history `prepare` returned."""
 
@@ -178,10 +191,33 @@ class CompactionManager:
         self._follow_window()
         return self._history_budget
 
+    def refused(self, request_bytes: int, prompt_tokens: int | None) -> None:
+        """The last request (`request_bytes` of messages and tool schemas) was refused as
+        too long, the provider counting `prompt_tokens` if it said: the one retry
+        `recover_from_overflow` builds next is sized by this."""
+        history = min(self.last_request_bytes, request_bytes)
+        self._refusal = Refusal(request_bytes, history, prompt_tokens)
+
     @property
     def summary_threshold_bytes(self) -> int:
         """The request size past which layer 4 summarises, for the window as now known."""
         return self._strategy.summary_threshold(self._budget.history_bytes())
+
+    @property
+    def summary_threshold_source(self) -> str:
+        """Which threshold `summary_threshold_bytes` is, and how to raise it."""
+        return wording.threshold_source(
+            self.settings.strategy,
+            self.summary_threshold_bytes,
+            self._budget.history_bytes(),
+            self.settings.proactive_threshold_bytes,
+        )
+
+    @property
+    def fixed_part_bytes(self) -> int:
+        """What every request carries besides its history (system prompt, tool schemas,
+        the reminders' allowance), in the form it takes in the window as now known."""
+        return self._budget.reserved_bytes
 
     # --- the loop's ContextPolicy ----------------------------------------------------------
 
@@ -208,6 +244,7 @@ class CompactionManager:
             return prepared.request.messages
         budget = self._budget.history_bytes()
         if budget is not None:
+            self._persist_latest_results(budget)
             self._check_latest_fits(budget)
         request = self._layers.build(self._lead(), budget)
         if request.utf8_bytes > self._strategy.summary_threshold(budget):
@@ -223,12 +260,12 @@ class CompactionManager:
         by the last `reactive_tail_groups` complete groups. With the breaker open, or when
         the model's summary fails, the summary is an extractive one."""
         try:
-            outcome = self._compact_reactively(history)
+            retry = self._compact_reactively(history)
         except CompactionError as error:
             raise ContextOverflowError(
                 f"the conversation no longer fits and could not be compacted: {error}"
             ) from error
-        return outcome.history
+        return retry.history if isinstance(retry, CompactionOutcome) else retry.messages
 
     # --- for the front end ---------------------------------------------------------------
 
@@ -352,19 +389,21 @@ class CompactionManager:
             return cheap
         try:
             transcript = self._write_transcript(history)
-            summary = summarize(self._summarizer, cheap.messages)
+            summary = summarize(self._summarizer, history_to_summarize(cheap.messages, budget))
         except CompactionError as error:
             self._summary_failed(error, "this request goes out without a summary")
             return cheap
         self._breaker.succeeded()
         state = self._set_summary(summary, transcript, covered_messages=len(history))
-        self._emit_summary(state, transcript, "automatic", cheap.utf8_bytes)
+        self._emit_summary(state, transcript, "automatic", cheap.utf8_bytes, threshold=True)
         return self._layers.build(self._lead(), budget)
 
-    def _summarize_for_recovery(self, request: History) -> CompactionSummary:
+    def _summarize_for_recovery(self, request: History, limit: int | None) -> CompactionSummary:
+        """The model's summary of `request` cut to fit `limit` (its request must fit the
+        window), else an extractive one of all of it (which sends nothing)."""
         if self._breaker.closed:
             try:
-                summary = summarize(self._summarizer, request)
+                summary = summarize(self._summarizer, history_to_summarize(request, limit))
             except CompactionError as error:
                 self._summary_failed(error, "using an extractive summary instead")
             else:
@@ -372,25 +411,45 @@ class CompactionManager:
                 return summary
         return self._fallback.summarize(request)
 
-    def _compact_reactively(self, history: History) -> CompactionOutcome:
-        """Summary of the cheap-layer history (as `prepare` builds it), then as many of the
-        last `reactive_tail_groups` groups as fit the window. A history that would not be
-        smaller than the refused request, or that cannot fit at all, is never sent."""
+    def _compact_reactively(self, history: History) -> CompactionOutcome | LayeredRequest:
+        """The retry after a refusal, at most `_retry_limit` bytes: the cheap layers' request
+        when it fits, else a summary of it (cut to fit) followed by as many of the last
+        `reactive_tail_groups` groups as fit. A history that would not be smaller than the
+        refused request, or that cannot fit at all, is never sent."""
         self._sync(history)
-        budget = self._budget.history_bytes()
-        cheap = self._layers.build(self._lead(), budget)
+        limit = self._retry_limit()
+        self._refusal = None  # one retry per refusal
+        if limit is not None:
+            self._persist_latest_results(limit)
+            self._check_latest_fits(limit)
+        cheap = self._layers.build(self._lead(), limit)
+        if limit is not None and cheap.utf8_bytes <= min(limit, self.last_request_bytes - 1):
+            for event in self._report.events(cheap):
+                self._emit(event)
+            self.last_request_bytes = cheap.utf8_bytes
+            return cheap
+        if self._nothing_to_summarize():
+            raise CompactionError(
+                f"nothing can be removed: the request holds only the latest message "
+                f"({cheap.utf8_bytes:,} B); start a fresh session or use a larger window"
+            )
+        return self._summarize_for_retry(history, cheap, limit)
+
+    def _summarize_for_retry(
+        self, history: History, cheap: LayeredRequest, limit: int | None
+    ) -> CompactionOutcome:
         already_covered = self._covered_by_lead()
         transcript = self._write_transcript(history)
-        summary = self._summarize_for_recovery(history_to_summarize(cheap.messages, budget))
+        summary = self._summarize_for_recovery(cheap.messages, limit)
         message = summary_message(summary, transcript.relative_path)
-        covered = self._fitting_tail(message_utf8_bytes(message), already_covered, budget)
+        covered = self._fitting_tail(message_utf8_bytes(message), already_covered, limit)
         size = message_utf8_bytes(message) + self._index.bytes_from(covered)
-        if budget is not None and size > budget:
+        if limit is not None and size > limit:
             raise CompactionError(_too_large(size, self._budget))
         refused = self.last_request_bytes
         # Judged with a window known: without one, a provider that calls a small request
         # too long is answered with the seed's recovery, as before.
-        if budget is not None and refused and size >= refused:
+        if limit is not None and refused and size >= refused:
             raise CompactionError(
                 f"compacting would not make the request smaller ({refused:,} B → {size:,} B)"
             )
@@ -399,6 +458,57 @@ class CompactionManager:
         self._emit_summary(state, transcript, "overflow", cheap.utf8_bytes)
         self.last_request_bytes = size
         return CompactionOutcome(recovered, transcript, summary)
+
+    def _retry_limit(self) -> int | None:
+        """Bytes of request history the retry may hold: within the window's budget and, after
+        a refusal this manager was told of, under what the refusal allows (smaller always)."""
+        budget = self._budget.history_bytes()
+        refusal = self._refusal
+        if refusal is None:
+            return budget
+        window = self._budget.window
+        room = None if window is None else window.prompt_tokens
+        request_limit = retry_limit_bytes(refusal, room, self.settings.unstated_retry_share)
+        limit = retry_history_limit(refusal, request_limit, self._budget.reserved_bytes)
+        return limit if budget is None else min(budget, limit)
+
+    def _nothing_to_summarize(self) -> bool:
+        """Whether the request is the latest group alone, with no summary in front of it:
+        a summary of it would only add to it."""
+        return self._lead() is None and self._index.group_count <= 1
+
+    def _persist_latest_results(self, budget: int) -> None:
+        """Layer 1 for results that entered before the window was known: when the latest
+        group does not fit, its results over the window's persist threshold go to files now,
+        previews sized for the window shown in their place. Canonical history keeps them
+        whole. A result no larger than a full preview as configured stays as it is: its
+        preview would be no smaller."""
+        latest = self._index.group_count - 1
+        if latest < 0 or not self._index.is_tool_group(latest):
+            return
+        if self._index.group_bytes(latest, latest + 1) <= budget:
+            return
+        start, stop = self._index.group_start(latest), self._index.group_start(latest + 1)
+        full_preview = self.settings.preview_head_bytes + self.settings.preview_tail_bytes
+        shown = [
+            (position, message)
+            for position in range(start, stop)
+            if isinstance(message := self._index.shown[position], ToolMessage)
+            and not is_persisted(message.content)
+            and self._index.message_bytes(position, position + 1) > full_preview
+        ]
+        results = [ToolResult(content=message.content) for _, message in shown]
+        window_settings = settings_for_budget(self.settings, budget)
+        batch = ResultPersister(self._store, window_settings).persist(results)
+        if not batch.artifacts:
+            return
+        for artifact in batch.artifacts:
+            position, message = shown[artifact.result_index]
+            content = batch.results[artifact.result_index].content
+            self._index.show_instead(position, tool_message(content, message.tool_call_id))
+        self._layers = CheapLayers(self._index, self._strategy)
+        self._prepared = self._previewed = None
+        self._emit(wording.persisted(batch))
 
     def _fitting_tail(self, summary_bytes: int, already_covered: int, budget: int | None) -> int:
         """Where the kept tail starts: the last `reactive_tail_groups` groups, fewer while
@@ -434,11 +544,19 @@ class CompactionManager:
         transcript: ArtifactReference,
         trigger: wording.SummaryTrigger,
         before: int,
+        *,
+        threshold: bool = False,
     ) -> None:
+        """`threshold`: an automatic summary, whose first line of the session also says
+        which threshold it passed and how to raise it."""
         after = state.utf8_bytes + self._index.bytes_from(state.covered_messages)
         event = wording.summarised(
             state.message, state.covered_messages, transcript, trigger, (before, after)
         )
+        if threshold and not self._threshold_told:
+            self._threshold_told = True
+            source = self.summary_threshold_source
+            event = replace(event, text=f"{event.text} (threshold: {source})")
         self._emit(event)
 
     def _emit(self, event: CompactionApplied | Notice) -> None:

@@ -135,14 +135,24 @@ def persisted_result(
     return ToolResult(content=block, is_error=True, error_code=result.error_code)
 
 
+PERSISTED_BLOCK_START = "<persisted-tool-result>\n"
+
+
+def is_persisted(content: str) -> bool:
+    """Whether a result's content is already a persisted result's preview (or an error
+    that says so): persisting it again would only file the preview."""
+    return content.startswith(PERSISTED_BLOCK_START) or (
+        content.startswith("Error [") and f"\n{PERSISTED_BLOCK_START}" in content
+    )
+
+
 def persisted_block(
     content_bytes: bytes, reference: ArtifactReference, *, head_bytes: int, tail_bytes: int
 ) -> str:
     head_end = utf8_head_end(content_bytes, head_bytes)
     tail_start = utf8_tail_start(content_bytes, tail_bytes, not_before=head_end)
     return (
-        "<persisted-tool-result>\n"
-        f"path: {reference.relative_path}\n"
+        PERSISTED_BLOCK_START + f"path: {reference.relative_path}\n"
         f"original_bytes: {reference.original_bytes}\n"
         "head_preview:\n"
         f"{content_bytes[:head_end].decode()}\n"

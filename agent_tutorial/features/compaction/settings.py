@@ -121,6 +121,14 @@ class CompactionSettings:
     """...or above this many is not about the request (a count from another model, a cached
     total) and is ignored."""
 
+    uncalibrated_max_bytes_per_token: PerToken = 4.0
+    """Window known, no count yet: a token is taken to weigh at most this many bytes, so an
+    estimate is never below bytes ÷ 4 (JSON and code run below 4 in every tokenizer)."""
+
+    unstated_retry_share: Share = 0.5
+    """After an overflow error that states no count of the refused request: the retry is
+    at most this share of the refused request's bytes."""
+
     cache_keep_recent_tool_groups: Groups = 5
     """Cache-aware: the most recent tool groups micro never clears."""
 
@@ -221,6 +229,7 @@ SHARE_FIELDS = (
     "cache_high_mark_share",
     "cache_low_mark_share",
     "cache_summary_share",
+    "unstated_retry_share",
 )
 COUNT_FIELDS = (
     "summary_failure_limit",

@@ -10,6 +10,7 @@ from agent_tutorial.core.messages import SystemMessage
 from agent_tutorial.features.compaction.errors import CompactionError
 from agent_tutorial.features.compaction.layers import LayeredRequest
 from agent_tutorial.features.compaction.persist import PersistedBatch
+from agent_tutorial.features.compaction.settings import CompactionStrategy
 from agent_tutorial.features.compaction.sizes import encode_utf8
 from agent_tutorial.features.compaction.store import ArtifactReference
 
@@ -50,6 +51,24 @@ def summarised(
         "trigger": trigger,
     }
     return CompactionApplied(layer, text, 1, max(0, before - after), details)
+
+
+def threshold_source(
+    strategy: CompactionStrategy, threshold: int, history_budget: int | None, configured: int
+) -> str:
+    """Which summary threshold applies and how to raise it: the seed keeps its fixed
+    `configured` bytes (unless the window's room for history is smaller), cache-aware
+    follows a known window."""
+    if strategy == "cache-aware":
+        if history_budget is None:
+            return "cache-aware, [compaction] cache_summary_threshold_bytes (no window known)"
+        return "cache-aware, a share of the window's room for history"
+    if history_budget is not None and threshold < configured:
+        return "seed, the window's room for history"
+    return (
+        f"seed, {configured:,} B; raise it with [compaction] proactive_threshold_bytes, "
+        "or use --compaction cache-aware to follow the window"
+    )
 
 
 def summary_failed(error: CompactionError, consequence: str) -> Notice:
