@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -682,6 +683,65 @@ def test_a_trust_store_others_may_write_is_refused(workspace: Path) -> None:
         is_trusted(workspace, "digest")
 
 
+def refusal(why: str) -> str:
+    """The whole message of a refused trust store, as the user reads it."""
+    return (
+        f"the trust store {trust_store_path()} is refused: {why}. Remove it (agent-tutorial "
+        "trust writes a new one) or make it your own file, mode 600."
+    )
+
+
+def test_a_trust_store_that_is_not_a_regular_file_is_refused(workspace: Path) -> None:
+    trust_store_path().parent.mkdir(parents=True)
+    os.mkfifo(trust_store_path(), 0o600)
+
+    with pytest.raises(TrustStoreError) as refused:
+        is_trusted(workspace, "digest")
+
+    assert str(refused.value) == refusal("it is not a regular file")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file away needs root")
+def test_the_refusal_of_another_users_trust_store_names_the_store_and_the_owner(
+    workspace: Path,
+) -> None:
+    record_trust(workspace, "digest")
+    os.chown(trust_store_path(), NOBODY, NOBODY)
+
+    with pytest.raises(TrustStoreError) as refused:
+        is_trusted(workspace, "digest")
+
+    assert str(refused.value) == refusal(f"it belongs to another user (uid {NOBODY})")
+
+
+def test_a_trust_store_its_group_may_write_is_refused_with_its_mode(workspace: Path) -> None:
+    record_trust(workspace, "digest")
+    trust_store_path().chmod(0o620)
+
+    with pytest.raises(TrustStoreError) as refused:
+        is_trusted(workspace, "digest")
+
+    assert str(refused.value) == refusal("others may write it (mode 620)")
+
+
+def test_a_trust_store_others_may_only_read_or_search_is_read(workspace: Path) -> None:
+    record_trust(workspace, "digest")
+    trust_store_path().chmod(0o755)
+
+    assert is_trusted(workspace, "digest")
+
+
+def test_the_folder_made_for_the_trust_store_is_the_users_alone(workspace: Path) -> None:
+    assert not trust_store_path().parent.exists()
+    usual = os.umask(0o022)  # the common umask, which would leave a plain mkdir's folder 755
+    try:
+        record_trust(workspace, "digest")
+    finally:
+        os.umask(usual)
+
+    assert stat.S_IMODE(trust_store_path().parent.stat().st_mode) == 0o700
+
+
 def test_trust_is_kept_per_project_and_per_hash(workspace: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
@@ -692,6 +752,7 @@ def test_trust_is_kept_per_project_and_per_hash(workspace: Path, tmp_path: Path)
     assert not is_trusted(workspace, "two") and not is_trusted(tmp_path, "one")
 
 
+@pytest.mark.usefixtures("workspace")  # its XDG_CONFIG_HOME: the store is never the real one
 def test_a_project_path_that_is_not_utf8_is_kept_by_its_bytes(tmp_path: Path) -> None:
     odd = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
     odd.mkdir()
