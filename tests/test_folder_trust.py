@@ -766,6 +766,16 @@ def test_the_trust_store_is_indented_json_keyed_by_the_projects_real_path(
     assert trust_store_path().read_text() == json.dumps(expected, indent=2) + "\n"
 
 
+def test_the_trust_store_is_written_for_its_owner_alone(workspace: Path) -> None:
+    usual = os.umask(0o022)  # the common umask, which would leave a plain new file 644
+    try:
+        record_trust(workspace, "digest")
+    finally:
+        os.umask(usual)
+
+    assert stat.S_IMODE(trust_store_path().stat().st_mode) == 0o600
+
+
 def test_the_refusal_of_a_symlinked_trust_store_names_it(workspace: Path) -> None:
     trust_store_path().parent.mkdir(parents=True)
     trust_store_path().symlink_to(workspace)
