@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -13,6 +14,7 @@ from agent_tutorial.config import (
     Settings,
     load_settings,
     missing_settings,
+    refuse_unusable_state_dir,
     user_config_path,
 )
 from agent_tutorial.features.compaction import CompactionSettings
@@ -256,3 +258,95 @@ def test_the_config_template_names_every_setting() -> None:
     missing = [name for name in names if name != "api_key" and name not in text]
 
     assert missing == []
+
+
+# --- where the user's own settings are, and what is refused before anything is read ---------
+
+
+def test_the_users_settings_are_under_xdg_config_home_when_it_is_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+
+    assert user_config_path() == tmp_path / "xdg" / "agent-tutorial" / "config.toml"
+
+
+@pytest.mark.parametrize("xdg", [None, ""])
+def test_the_users_settings_are_under_the_homes_config_folder_otherwise(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, xdg: str | None
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if xdg is None:
+        monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
+
+    assert user_config_path() == tmp_path / ".config" / "agent-tutorial" / "config.toml"
+
+
+def test_a_state_folder_that_is_a_symlink_is_refused(workspace: Path, tmp_path: Path) -> None:
+    state = workspace / ".agent_tutorial"
+    state.symlink_to(tmp_path)
+
+    with pytest.raises(ConfigError) as refused:
+        refuse_unusable_state_dir(state)
+
+    assert str(refused.value) == (
+        f"{state} is a symlink; settings, hooks and skills are read from a real directory only"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder away needs root")
+def test_a_state_folder_of_another_user_is_refused(workspace: Path) -> None:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    os.chown(state, 65534, 65534)
+
+    with pytest.raises(ConfigError) as refused:
+        refuse_unusable_state_dir(state)
+
+    assert str(refused.value) == (
+        f"{state} belongs to another user (uid 65534); settings, keys and sessions are used "
+        "only from your own. Remove it, or run from another directory."
+    )
+
+
+def test_a_missing_state_folder_or_the_users_own_is_used(workspace: Path) -> None:
+    state = workspace / ".agent_tutorial"
+    refuse_unusable_state_dir(state)
+    state.mkdir()
+    refuse_unusable_state_dir(state)
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://h:9x/v1", "is not a valid URL: Port could not be cast to integer value as '9x'"),
+        (
+            "ftp://h/v1",
+            "must start with http:// or https:// and name a host, "
+            + "such as http://localhost:8080/v1",
+        ),
+        (
+            "http:///v1",
+            "must start with http:// or https:// and name a host, "
+            + "such as http://localhost:8080/v1",
+        ),
+    ],
+)
+def test_a_base_url_the_client_cannot_use_is_refused_naming_where_it_came_from(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, url: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as from_flag:
+        load_settings(workspace, {"base_url": url})
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    with pytest.raises(ConfigError) as from_environment:
+        load_settings(workspace)
+
+    assert str(from_flag.value) == f"--base-url {url!r} {problem}"
+    assert str(from_environment.value) == f"OPENAI_BASE_URL {url!r} {problem}"
+
+
+@pytest.mark.parametrize("url", ["http://localhost:8080/v1", "https://api.example.com/v1"])
+def test_an_http_or_https_base_url_naming_a_host_is_used(workspace: Path, url: str) -> None:
+    assert load_settings(workspace, {"base_url": url}).base_url == url
