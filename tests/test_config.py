@@ -12,8 +12,10 @@ import pytest
 from agent_tutorial.config import (
     ConfigError,
     Settings,
+    key_from_project_dotenv,
     load_settings,
     missing_settings,
+    read_project_settings,
     refuse_unusable_state_dir,
     user_config_path,
 )
@@ -350,3 +352,90 @@ def test_a_base_url_the_client_cannot_use_is_refused_naming_where_it_came_from(
 @pytest.mark.parametrize("url", ["http://localhost:8080/v1", "https://api.example.com/v1"])
 def test_an_http_or_https_base_url_naming_a_host_is_used(workspace: Path, url: str) -> None:
     assert load_settings(workspace, {"base_url": url}).base_url == url
+
+
+# --- the API key: which variable holds it, and whether it came from the project's .env -----
+
+PROJECT_KEY = "sk-the-projects-own-key-123"
+
+
+def project_with_key(workspace: Path, dotenv: str, toml: str = "") -> tuple[Settings, str | None]:
+    """The settings of a trusted project with these files, and the variable its key came
+    from when the project's `.env` gave it."""
+    write(workspace / ".agent_tutorial" / ".env", dotenv)
+    write(workspace / ".agent_tutorial" / "config.toml", toml)
+    project = read_project_settings(workspace)
+    settings = load_settings(workspace, project=project, trusted=True)
+    return settings, key_from_project_dotenv(settings, project)
+
+
+def test_a_key_only_the_projects_env_holds_is_said_to_come_from_it(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    settings, source = project_with_key(workspace, f"OPENAI_API_KEY={PROJECT_KEY}\n")
+
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == PROJECT_KEY
+    assert source == "OPENAI_API_KEY"
+
+
+@pytest.mark.parametrize("environment_key", [PROJECT_KEY, "sk-the-users-own-key-456"])
+def test_a_key_the_environment_holds_does_not_come_from_the_projects_env(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, environment_key: str
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", environment_key)
+
+    _, source = project_with_key(workspace, f"OPENAI_API_KEY={PROJECT_KEY}\n")
+
+    assert source is None
+
+
+def test_a_key_in_the_variable_api_key_env_names_is_used_and_said_to_come_from_it(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("TEAM_LLM_KEY", raising=False)
+
+    settings, source = project_with_key(
+        workspace, f"TEAM_LLM_KEY={PROJECT_KEY}\n", 'api_key_env = "TEAM_LLM_KEY"\n'
+    )
+
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == PROJECT_KEY
+    assert source == "TEAM_LLM_KEY"
+
+
+def test_a_key_in_the_environment_under_api_key_env_is_used(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("TEAM_LLM_KEY", "sk-from-the-environment-789")
+
+    settings, source = project_with_key(workspace, "", 'api_key_env = "TEAM_LLM_KEY"\n')
+
+    assert settings.api_key is not None
+    assert settings.api_key.get_secret_value() == "sk-from-the-environment-789"
+    assert source is None
+
+
+def test_openai_api_key_wins_over_the_variable_api_key_env_names(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-users-own-key-456")
+    monkeypatch.setenv("TEAM_LLM_KEY", "sk-from-the-environment-789")
+
+    settings, _ = project_with_key(workspace, "", 'api_key_env = "TEAM_LLM_KEY"\n')
+
+    assert settings.api_key is not None
+    assert settings.api_key.get_secret_value() == "sk-the-users-own-key-456"
+
+
+def test_no_key_or_the_demo_model_has_no_key_source(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    _, without_key = project_with_key(workspace, "")
+    _, demo = project_with_key(workspace, f"OPENAI_API_KEY={PROJECT_KEY}\n", 'model = "demo"\n')
+
+    assert (without_key, demo) == (None, None)
