@@ -191,6 +191,41 @@ def test_rules_from_the_user_and_the_project_add_up(workspace: Path) -> None:
     assert patterns == ["^rm ", "^curl "]
 
 
+def test_a_bad_key_beside_rules_that_add_up_is_still_reported(workspace: Path) -> None:
+    rule = '[[permissions.rules]]\ntool = "bash"\npattern = "{}"\nbehavior = "deny"\n'
+    write(user_config_path(), rule.format("^rm "))
+    write(
+        workspace / ".agent_tutorial" / "config.toml",
+        "[permissions]\nbogus = 1\n" + rule.format("^curl "),
+    )
+
+    with pytest.raises(ConfigError, match=r"permissions\.bogus"):
+        load_settings(workspace)
+
+
+def hook(event: str, command: str) -> str:
+    return f'[[hooks.{event}]]\ncommand = "{command}"\n'
+
+
+def test_hooks_from_the_user_and_a_trusted_project_add_up_event_by_event(
+    workspace: Path,
+) -> None:
+    write(user_config_path(), hook("PreToolUse", "user-guard") + hook("Stop", "user-stop"))
+    write(
+        workspace / ".agent_tutorial" / "config.toml",
+        hook("PreToolUse", "project-check") + hook("UserPromptSubmit", "project-prompt"),
+    )
+
+    hooks = load_settings(workspace, trusted=True).hooks.root
+
+    commands = {event: [h.command for h in event_hooks] for event, event_hooks in hooks.items()}
+    assert commands == {
+        "PreToolUse": ["user-guard", "project-check"],
+        "Stop": ["user-stop"],
+        "UserPromptSubmit": ["project-prompt"],
+    }
+
+
 def test_without_a_compaction_table_the_seed_numbers_apply(workspace: Path) -> None:
     assert load_settings(workspace).compaction == CompactionSettings()
     assert CompactionSettings().proactive_threshold_bytes == 50_000
