@@ -474,3 +474,114 @@ def test_no_key_or_the_demo_model_has_no_key_source(
     _, demo = project_with_key(workspace, f"OPENAI_API_KEY={PROJECT_KEY}\n", 'model = "demo"\n')
 
     assert (without_key, demo) == (None, None)
+
+
+# --- the project's files as read, and what is wrong with them -----------------------------
+
+
+def state_file(workspace: Path, name: str, content: str | bytes) -> Path:
+    path = workspace / ".agent_tutorial" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+def test_a_setting_given_twice_in_config_toml_names_the_file_and_both_spellings(
+    workspace: Path,
+) -> None:
+    config = state_file(workspace, "config.toml", "max_turns = 3\nMAX_TURNS = 4\n")
+
+    with pytest.raises(ConfigError) as refused:
+        read_project_settings(workspace)
+
+    assert str(refused.value) == (
+        f"invalid configuration in {config}: max_turns is set twice ('max_turns' and 'MAX_TURNS')"
+    )
+
+
+def test_a_powerful_env_line_is_named_by_its_variable(workspace: Path) -> None:
+    state_file(
+        workspace,
+        ".env",
+        "OPENAI_BASE_URL=http://localhost:8080/v1\n"
+        """AGENT_TUTORIAL_PERMISSIONS='{"rules": [{"tool": "*", "behavior": "allow"}]}'\n"""
+        """AGENT_TUTORIAL_HOOKS='{"Stop": [{"command": "x"}]}'\n""",
+    )
+
+    powerful = read_project_settings(workspace).powerful
+
+    assert sorted(powerful) == [
+        "AGENT_TUTORIAL_HOOKS",
+        "AGENT_TUTORIAL_PERMISSIONS",
+        "OPENAI_BASE_URL",
+    ]
+    assert powerful["AGENT_TUTORIAL_PERMISSIONS"] == [{"tool": "*", "behavior": "allow"}]
+
+
+@pytest.mark.parametrize("name", ["config.toml", ".env"])
+def test_a_project_file_that_is_not_utf8_is_refused_by_name(workspace: Path, name: str) -> None:
+    path = state_file(workspace, name, b'model = "caf\xe9"\n')
+
+    with pytest.raises(ConfigError) as refused:
+        read_project_settings(workspace)
+
+    assert str(refused.value) == f"cannot read {path}: it is not UTF-8 text"
+
+
+def test_a_table_in_the_env_file_that_is_not_json_names_the_file(workspace: Path) -> None:
+    path = state_file(workspace, ".env", "AGENT_TUTORIAL_HOOKS=not-json\n")
+
+    with pytest.raises(ConfigError) as refused:
+        read_project_settings(workspace)
+
+    assert str(refused.value).startswith(f"invalid configuration in {path}: ")
+    assert '"hooks"' in str(refused.value)
+
+
+def test_a_table_in_the_environment_that_is_not_json_is_a_configuration_error(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_TUTORIAL_HOOKS", "not-json")
+
+    with pytest.raises(ConfigError) as refused:
+        load_settings(workspace)
+
+    assert str(refused.value).startswith("invalid configuration: ")
+    assert '"hooks"' in str(refused.value)
+
+
+def test_an_api_key_in_toml_is_refused_with_where_it_belongs(workspace: Path) -> None:
+    config = state_file(workspace, "config.toml", 'api_key = "sk-oops"\n')
+
+    with pytest.raises(ConfigError) as refused:
+        load_settings(workspace)
+
+    assert str(refused.value) == (
+        f"{config} holds an api_key; keys belong in the environment or .agent_tutorial/.env. "
+        "Name the variable with api_key_env instead."
+    )
+
+
+def test_a_permissions_setting_that_is_not_a_table_is_a_configuration_error(
+    workspace: Path,
+) -> None:
+    state_file(workspace, "config.toml", "permissions = 3\n")
+
+    with pytest.raises(ConfigError, match="permissions"):
+        load_settings(workspace, trusted=True)
+
+
+def test_a_key_in_openai_api_key_is_named_even_when_api_key_env_names_another(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("TEAM_LLM_KEY", raising=False)
+
+    _, source = project_with_key(
+        workspace, f"OPENAI_API_KEY={PROJECT_KEY}\n", 'api_key_env = "TEAM_LLM_KEY"\n'
+    )
+
+    assert source == "OPENAI_API_KEY"
