@@ -74,6 +74,18 @@ def test_included_names_are_let_through() -> None:
     assert kept == {"GITHUB_TOKEN": "t", "MY_LLM": "x"}
 
 
+def test_a_variable_whose_value_is_a_url_with_a_password_is_left_out_unless_included() -> None:
+    environ = {
+        "HTTPS_PROXY": "http://me:hunter2-long@proxy:3128",
+        "HTTP_PROXY": "http://proxy:3128",
+        "ALL_PROXY": "socks5://me:hunter2-long@proxy:1080",
+    }
+
+    kept = shell_environment(environ, include=["ALL_PROXY"])
+
+    assert kept == {"HTTP_PROXY": "http://proxy:3128", "ALL_PROXY": environ["ALL_PROXY"]}
+
+
 def test_bash_sees_no_secret_variables_unless_included(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -11,9 +12,11 @@ import pytest
 from agent_tutorial.config import (
     ConfigError,
     Settings,
+    key_from_project_dotenv,
     load_settings,
     missing_settings,
     read_project_settings,
+    refuse_unusable_state_dir,
     user_config_path,
 )
 from agent_tutorial.features.compaction import CompactionSettings
@@ -211,6 +214,41 @@ def test_rules_from_the_user_and_the_project_add_up(workspace: Path) -> None:
     assert patterns == ["^rm ", "^curl "]
 
 
+def test_a_bad_key_beside_rules_that_add_up_is_still_reported(workspace: Path) -> None:
+    rule = '[[permissions.rules]]\ntool = "bash"\npattern = "{}"\nbehavior = "deny"\n'
+    write(user_config_path(), rule.format("^rm "))
+    write(
+        workspace / ".agent_tutorial" / "config.toml",
+        "[permissions]\nbogus = 1\n" + rule.format("^curl "),
+    )
+
+    with pytest.raises(ConfigError, match=r"permissions\.bogus"):
+        load_settings(workspace)
+
+
+def hook(event: str, command: str) -> str:
+    return f'[[hooks.{event}]]\ncommand = "{command}"\n'
+
+
+def test_hooks_from_the_user_and_a_trusted_project_add_up_event_by_event(
+    workspace: Path,
+) -> None:
+    write(user_config_path(), hook("PreToolUse", "user-guard") + hook("Stop", "user-stop"))
+    write(
+        workspace / ".agent_tutorial" / "config.toml",
+        hook("PreToolUse", "project-check") + hook("UserPromptSubmit", "project-prompt"),
+    )
+
+    hooks = load_settings(workspace, trusted=True).hooks.root
+
+    commands = {event: [h.command for h in event_hooks] for event, event_hooks in hooks.items()}
+    assert commands == {
+        "PreToolUse": ["user-guard", "project-check"],
+        "Stop": ["user-stop"],
+        "UserPromptSubmit": ["project-prompt"],
+    }
+
+
 def test_without_a_compaction_table_the_seed_numbers_apply(workspace: Path) -> None:
     assert load_settings(workspace).compaction == CompactionSettings()
     assert CompactionSettings().proactive_threshold_bytes == 50_000
@@ -280,3 +318,311 @@ def test_the_config_template_names_every_setting() -> None:
     missing = [name for name in names if name != "api_key" and name not in text]
 
     assert missing == []
+
+
+# --- where the user's own settings are, and what is refused before anything is read ---------
+
+
+def test_the_users_settings_are_under_xdg_config_home_when_it_is_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+
+    assert user_config_path() == tmp_path / "xdg" / "agent-tutorial" / "config.toml"
+
+
+@pytest.mark.parametrize("xdg", [None, ""])
+def test_the_users_settings_are_under_the_homes_config_folder_otherwise(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, xdg: str | None
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if xdg is None:
+        monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
+
+    assert user_config_path() == tmp_path / ".config" / "agent-tutorial" / "config.toml"
+
+
+def test_a_state_folder_that_is_a_symlink_is_refused(workspace: Path, tmp_path: Path) -> None:
+    state = workspace / ".agent_tutorial"
+    state.symlink_to(tmp_path)
+
+    with pytest.raises(ConfigError) as refused:
+        refuse_unusable_state_dir(state)
+
+    assert str(refused.value) == (
+        f"{state} is a symlink; settings, hooks and skills are read from a real directory only"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder away needs root")
+def test_a_state_folder_of_another_user_is_refused(workspace: Path) -> None:
+    state = workspace / ".agent_tutorial"
+    state.mkdir()
+    os.chown(state, 65534, 65534)
+
+    with pytest.raises(ConfigError) as refused:
+        refuse_unusable_state_dir(state)
+
+    assert str(refused.value) == (
+        f"{state} belongs to another user (uid 65534); settings, keys and sessions are used "
+        "only from your own. Remove it, or run from another directory."
+    )
+
+
+def test_a_missing_state_folder_or_the_users_own_is_used(workspace: Path) -> None:
+    state = workspace / ".agent_tutorial"
+    refuse_unusable_state_dir(state)
+    state.mkdir()
+    refuse_unusable_state_dir(state)
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://h:9x/v1", "is not a valid URL: Port could not be cast to integer value as '9x'"),
+        (
+            "ftp://h/v1",
+            "must start with http:// or https:// and name a host, "
+            + "such as http://localhost:8080/v1",
+        ),
+        (
+            "http:///v1",
+            "must start with http:// or https:// and name a host, "
+            + "such as http://localhost:8080/v1",
+        ),
+    ],
+)
+def test_a_base_url_the_client_cannot_use_is_refused_naming_where_it_came_from(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, url: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as from_flag:
+        load_settings(workspace, {"base_url": url})
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    with pytest.raises(ConfigError) as from_environment:
+        load_settings(workspace)
+
+    assert str(from_flag.value) == f"--base-url {url!r} {problem}"
+    assert str(from_environment.value) == f"OPENAI_BASE_URL {url!r} {problem}"
+
+
+@pytest.mark.parametrize("url", ["http://localhost:8080/v1", "https://api.example.com/v1"])
+def test_an_http_or_https_base_url_naming_a_host_is_used(workspace: Path, url: str) -> None:
+    assert load_settings(workspace, {"base_url": url}).base_url == url
+
+
+# --- the API key: which variable holds it, and whether it came from the project's .env -----
+
+PROJECT_KEY = "sk-the-projects-own-key-123"
+
+
+def project_with_key(workspace: Path, dotenv: str, toml: str = "") -> tuple[Settings, str | None]:
+    """The settings of a trusted project with these files, and the variable its key came
+    from when the project's `.env` gave it."""
+    write(workspace / ".agent_tutorial" / ".env", dotenv)
+    write(workspace / ".agent_tutorial" / "config.toml", toml)
+    project = read_project_settings(workspace)
+    settings = load_settings(workspace, project=project, trusted=True)
+    return settings, key_from_project_dotenv(settings, project)
+
+
+def test_a_key_only_the_projects_env_holds_is_said_to_come_from_it(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    settings, source = project_with_key(workspace, f"OPENAI_API_KEY={PROJECT_KEY}\n")
+
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == PROJECT_KEY
+    assert source == "OPENAI_API_KEY"
+
+
+@pytest.mark.parametrize("environment_key", [PROJECT_KEY, "sk-the-users-own-key-456"])
+def test_a_key_the_environment_holds_does_not_come_from_the_projects_env(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, environment_key: str
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", environment_key)
+
+    _, source = project_with_key(workspace, f"OPENAI_API_KEY={PROJECT_KEY}\n")
+
+    assert source is None
+
+
+def test_a_key_in_the_variable_api_key_env_names_is_used_and_said_to_come_from_it(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("TEAM_LLM_KEY", raising=False)
+
+    settings, source = project_with_key(
+        workspace, f"TEAM_LLM_KEY={PROJECT_KEY}\n", 'api_key_env = "TEAM_LLM_KEY"\n'
+    )
+
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == PROJECT_KEY
+    assert source == "TEAM_LLM_KEY"
+
+
+def test_a_key_in_the_environment_under_api_key_env_is_used(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("TEAM_LLM_KEY", "sk-from-the-environment-789")
+
+    settings, source = project_with_key(workspace, "", 'api_key_env = "TEAM_LLM_KEY"\n')
+
+    assert settings.api_key is not None
+    assert settings.api_key.get_secret_value() == "sk-from-the-environment-789"
+    assert source is None
+
+
+def test_openai_api_key_wins_over_the_variable_api_key_env_names(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-users-own-key-456")
+    monkeypatch.setenv("TEAM_LLM_KEY", "sk-from-the-environment-789")
+
+    settings, _ = project_with_key(workspace, "", 'api_key_env = "TEAM_LLM_KEY"\n')
+
+    assert settings.api_key is not None
+    assert settings.api_key.get_secret_value() == "sk-the-users-own-key-456"
+
+
+def test_no_key_or_the_demo_model_has_no_key_source(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    _, without_key = project_with_key(workspace, "")
+    _, demo = project_with_key(workspace, f"OPENAI_API_KEY={PROJECT_KEY}\n", 'model = "demo"\n')
+
+    assert (without_key, demo) == (None, None)
+
+
+# --- the project's files as read, and what is wrong with them -----------------------------
+
+
+def state_file(workspace: Path, name: str, content: str | bytes) -> Path:
+    path = workspace / ".agent_tutorial" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+def test_a_setting_given_twice_in_config_toml_names_the_file_and_both_spellings(
+    workspace: Path,
+) -> None:
+    config = state_file(workspace, "config.toml", "max_turns = 3\nMAX_TURNS = 4\n")
+
+    with pytest.raises(ConfigError) as refused:
+        read_project_settings(workspace)
+
+    assert str(refused.value) == (
+        f"invalid configuration in {config}: max_turns is set twice ('max_turns' and 'MAX_TURNS')"
+    )
+
+
+def test_a_powerful_env_line_is_named_by_its_variable(workspace: Path) -> None:
+    state_file(
+        workspace,
+        ".env",
+        "OPENAI_BASE_URL=http://localhost:8080/v1\n"
+        """AGENT_TUTORIAL_PERMISSIONS='{"rules": [{"tool": "*", "behavior": "allow"}]}'\n"""
+        """AGENT_TUTORIAL_HOOKS='{"Stop": [{"command": "x"}]}'\n""",
+    )
+
+    powerful = read_project_settings(workspace).powerful
+
+    assert sorted(powerful) == [
+        "AGENT_TUTORIAL_HOOKS",
+        "AGENT_TUTORIAL_PERMISSIONS",
+        "OPENAI_BASE_URL",
+    ]
+    assert powerful["AGENT_TUTORIAL_PERMISSIONS"] == [{"tool": "*", "behavior": "allow"}]
+
+
+@pytest.mark.parametrize("name", ["config.toml", ".env"])
+def test_a_project_file_that_is_not_utf8_is_refused_by_name(workspace: Path, name: str) -> None:
+    path = state_file(workspace, name, b'model = "caf\xe9"\n')
+
+    with pytest.raises(ConfigError) as refused:
+        read_project_settings(workspace)
+
+    assert str(refused.value) == f"cannot read {path}: it is not UTF-8 text"
+
+
+def test_a_table_in_the_env_file_that_is_not_json_names_the_file(workspace: Path) -> None:
+    path = state_file(workspace, ".env", "AGENT_TUTORIAL_HOOKS=not-json\n")
+
+    with pytest.raises(ConfigError) as refused:
+        read_project_settings(workspace)
+
+    assert str(refused.value).startswith(f"invalid configuration in {path}: ")
+    assert '"hooks"' in str(refused.value)
+
+
+def test_a_table_in_the_environment_that_is_not_json_is_a_configuration_error(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_TUTORIAL_HOOKS", "not-json")
+
+    with pytest.raises(ConfigError) as refused:
+        load_settings(workspace)
+
+    assert str(refused.value).startswith("invalid configuration: ")
+    assert '"hooks"' in str(refused.value)
+
+
+def test_an_api_key_in_toml_is_refused_with_where_it_belongs(workspace: Path) -> None:
+    config = state_file(workspace, "config.toml", 'api_key = "sk-oops"\n')
+
+    with pytest.raises(ConfigError) as refused:
+        load_settings(workspace)
+
+    assert str(refused.value) == (
+        f"{config} holds an api_key; keys belong in the environment or .agent_tutorial/.env. "
+        "Name the variable with api_key_env instead."
+    )
+
+
+def test_a_permissions_setting_that_is_not_a_table_is_a_configuration_error(
+    workspace: Path,
+) -> None:
+    state_file(workspace, "config.toml", "permissions = 3\n")
+
+    with pytest.raises(ConfigError, match="permissions"):
+        load_settings(workspace, trusted=True)
+
+
+def test_a_key_in_openai_api_key_is_named_even_when_api_key_env_names_another(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("TEAM_LLM_KEY", raising=False)
+
+    _, source = project_with_key(
+        workspace, f"OPENAI_API_KEY={PROJECT_KEY}\n", 'api_key_env = "TEAM_LLM_KEY"\n'
+    )
+
+    assert source == "OPENAI_API_KEY"
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("zzzzqqq = 1", "zzzzqqq: not a setting"),
+        ("max_turn = 3", "max_turn: not a setting; did you mean 'max_turns'?"),
+    ],
+)
+def test_an_unknown_setting_is_named_with_the_closest_known_one_if_any(
+    workspace: Path, line: str, problem: str
+) -> None:
+    state_file(workspace, "config.toml", line + "\n")
+
+    with pytest.raises(ConfigError) as refused:
+        load_settings(workspace)
+
+    assert str(refused.value) == f"invalid configuration: {problem}"

@@ -5,11 +5,17 @@ settings apply always; trusting works, and a change to the powerful settings ask
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import shutil
+import stat
+import sys
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeAlias
 
 import pytest
 
@@ -20,7 +26,14 @@ from agent_tutorial.config import (
     load_settings,
     read_project_settings,
 )
-from agent_tutorial.folder_trust import TrustStoreError, is_trusted, record_trust, trust_store_path
+from agent_tutorial.folder_trust import (
+    MAX_STORE_BYTES,
+    TRUST_FILE,
+    TrustStoreError,
+    is_trusted,
+    record_trust,
+    trust_store_path,
+)
 from tests.conftest import TEST_API_KEY, RunCli, serving, write_state
 from tests.contracts import tool_contents
 from tests.loopback import LoopbackServer, text_stream, tool_stream
@@ -764,6 +777,345 @@ def test_a_trust_store_others_may_write_is_refused(workspace: Path) -> None:
         is_trusted(workspace, "digest")
 
 
+def refusal(why: str) -> str:
+    """The whole message of a refused trust store, as the user reads it."""
+    return (
+        f"the trust store {trust_store_path()} is refused: {why}. Remove it (agent-tutorial "
+        "trust writes a new one) or make it your own file, mode 600."
+    )
+
+
+def test_a_trust_store_that_is_not_a_regular_file_is_refused(workspace: Path) -> None:
+    trust_store_path().parent.mkdir(parents=True)
+    os.mkfifo(trust_store_path(), 0o600)
+
+    with pytest.raises(TrustStoreError) as refused:
+        is_trusted(workspace, "digest")
+
+    assert str(refused.value) == refusal("it is not a regular file")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file away needs root")
+def test_the_refusal_of_another_users_trust_store_names_the_store_and_the_owner(
+    workspace: Path,
+) -> None:
+    record_trust(workspace, "digest")
+    os.chown(trust_store_path(), NOBODY, NOBODY)
+
+    with pytest.raises(TrustStoreError) as refused:
+        is_trusted(workspace, "digest")
+
+    assert str(refused.value) == refusal(f"it belongs to another user (uid {NOBODY})")
+
+
+def test_a_trust_store_its_group_may_write_is_refused_with_its_mode(workspace: Path) -> None:
+    record_trust(workspace, "digest")
+    trust_store_path().chmod(0o620)
+
+    with pytest.raises(TrustStoreError) as refused:
+        is_trusted(workspace, "digest")
+
+    assert str(refused.value) == refusal("others may write it (mode 620)")
+
+
+def test_a_trust_store_others_may_only_read_or_search_is_read(workspace: Path) -> None:
+    record_trust(workspace, "digest")
+    trust_store_path().chmod(0o755)
+
+    assert is_trusted(workspace, "digest")
+
+
+def test_the_folder_made_for_the_trust_store_is_the_users_alone(workspace: Path) -> None:
+    assert not trust_store_path().parent.exists()
+    usual = os.umask(0o022)  # the common umask, which would leave a plain mkdir's folder 755
+    try:
+        record_trust(workspace, "digest")
+    finally:
+        os.umask(usual)
+
+    assert stat.S_IMODE(trust_store_path().parent.stat().st_mode) == 0o700
+
+
+def test_the_trust_store_is_indented_json_keyed_by_the_projects_real_path(
+    workspace: Path,
+) -> None:
+    record_trust(workspace, "digest")
+
+    expected = {
+        "format_version": 1,
+        "projects": {str(workspace.resolve()): {"settings_sha256": "digest"}},
+    }
+    assert trust_store_path().read_text() == json.dumps(expected, indent=2) + "\n"
+
+
+def test_the_trust_store_is_written_for_its_owner_alone(workspace: Path) -> None:
+    usual = os.umask(0o022)  # the common umask, which would leave a plain new file 644
+    try:
+        record_trust(workspace, "digest")
+    finally:
+        os.umask(usual)
+
+    assert stat.S_IMODE(trust_store_path().stat().st_mode) == 0o600
+
+
+def test_the_refusal_of_a_symlinked_trust_store_names_it(workspace: Path) -> None:
+    trust_store_path().parent.mkdir(parents=True)
+    trust_store_path().symlink_to(workspace)
+
+    with pytest.raises(TrustStoreError) as refused:
+        is_trusted(workspace, "digest")
+
+    assert str(refused.value) == refusal("it is a symlink")
+
+
+def test_a_trust_store_that_cannot_be_opened_says_why(workspace: Path) -> None:
+    trust_store_path().parent.parent.mkdir(parents=True)
+    trust_store_path().parent.write_text("a file where the folder should be")
+
+    with pytest.raises(TrustStoreError) as refused:
+        is_trusted(workspace, "digest")
+
+    assert str(refused.value) == f"cannot read {trust_store_path()}: Not a directory"
+
+
+def write_store(content: bytes) -> None:
+    trust_store_path().parent.mkdir(parents=True, exist_ok=True)
+    trust_store_path().write_bytes(content)
+    trust_store_path().chmod(0o600)
+
+
+def test_a_trust_store_of_exactly_the_largest_size_is_read(workspace: Path) -> None:
+    store = json.dumps({"projects": {str(workspace.resolve()): {"settings_sha256": "d"}}})
+    write_store(store.encode().ljust(MAX_STORE_BYTES))
+
+    assert is_trusted(workspace, "d")
+
+
+def test_a_trust_store_one_byte_larger_is_refused(workspace: Path) -> None:
+    write_store(b'{"projects": {}}'.ljust(MAX_STORE_BYTES + 1))
+
+    with pytest.raises(TrustStoreError) as refused:
+        is_trusted(workspace, "digest")
+
+    assert str(refused.value) == refusal("it is larger than 4,194,304 bytes")
+
+
+def test_a_huge_trust_store_is_refused_without_being_read_whole(workspace: Path) -> None:
+    write_store(b"")
+    os.truncate(trust_store_path(), 64 * MAX_STORE_BYTES)  # sparse: no disk is used
+    tracemalloc.start()
+    try:
+        with pytest.raises(TrustStoreError, match="larger than"):
+            is_trusted(workspace, "digest")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert peak < 4 * MAX_STORE_BYTES
+
+
+def test_a_trust_store_that_is_not_utf8_is_refused_as_not_json(workspace: Path) -> None:
+    write_store(b'{"projects": {"caf\xe9": {}}}')
+
+    with pytest.raises(TrustStoreError) as refused:
+        is_trusted(workspace, "digest")
+
+    why = str(refused.value).removeprefix(f"the trust store {trust_store_path()} is refused: ")
+    assert why.startswith("it is not valid JSON (")
+    assert str(refused.value) == refusal(why.partition(". Remove it")[0])
+
+
+@pytest.mark.parametrize("content", [b"[]", b"null", b'{"projects": []}'])
+def test_a_trust_store_without_a_projects_object_is_refused(
+    workspace: Path, content: bytes
+) -> None:
+    write_store(content)
+
+    with pytest.raises(TrustStoreError) as refused:
+        is_trusted(workspace, "digest")
+
+    assert str(refused.value) == refusal('it has no "projects" object')
+
+
+# --- the gap between reading the store and replacing it ------------------------------------
+#
+# An audit hook is the one way to act between two of the store's system calls without patching
+# them: each step below runs as the code under test opens something (an `open` event: a path
+# and its flags, or a descriptor being wrapped), at that moment.
+
+OpenStep: TypeAlias = Callable[[object, int | None], None]
+"""A step taken as something is opened: what is opened (a path or a descriptor), and the flags
+when `os.open` opens it."""
+_OPEN_STEPS: list[OpenStep] = []
+
+
+def _take_open_steps(event: str, arguments: tuple[object, ...]) -> None:
+    if event == "open":
+        flags = arguments[2] if isinstance(arguments[0], str | bytes | os.PathLike) else None
+        for step in list(_OPEN_STEPS):
+            step(arguments[0], flags if isinstance(flags, int) else None)
+
+
+@functools.cache
+def _install_audit_hook() -> None:
+    sys.addaudithook(_take_open_steps)  # for the whole process; idle while no step is set
+
+
+@pytest.fixture
+def at_open() -> Iterator[list[OpenStep]]:
+    """The steps to take at each open, for this test only."""
+    _install_audit_hook()
+    try:
+        yield _OPEN_STEPS
+    finally:
+        _OPEN_STEPS.clear()
+
+
+def once(condition: Callable[[object], bool], action: Callable[[object], object]) -> OpenStep:
+    """A step that acts at the first open `condition` accepts, then never again."""
+    done: list[bool] = []
+
+    def step(opened: object, flags: int | None) -> None:
+        if not done and condition(opened):
+            done.append(True)
+            action(opened)
+
+    return step
+
+
+def path_of(opened: object) -> Path | None:
+    if isinstance(opened, str | bytes | os.PathLike):
+        return Path(os.fsdecode(opened))
+    return None
+
+
+def is_descriptor(opened: object) -> bool:
+    return isinstance(opened, int)
+
+
+def is_temporary(opened: object) -> bool:
+    path = path_of(opened)
+    return path is not None and path.name.endswith(".tmp")
+
+
+def test_a_store_turned_into_a_symlink_before_it_is_replaced_is_refused_not_replaced(
+    workspace: Path, at_open: list[OpenStep]
+) -> None:
+    record_trust(workspace, "old")
+    victim = workspace / "victim.json"
+    victim.write_text("mine")
+    planted = trust_store_path().with_name("planted")
+    planted.symlink_to(victim)
+    # Once the old store is open for reading, it is swapped for a symlink.
+    at_open.append(once(is_descriptor, lambda _: planted.replace(trust_store_path())))
+
+    with pytest.raises(TrustStoreError) as refused:
+        record_trust(workspace, "new")
+
+    assert str(refused.value) == refusal("it is a symlink")
+    assert victim.read_text() == "mine" and trust_store_path().is_symlink()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file away needs root")
+def test_a_store_given_to_another_user_before_it_is_replaced_is_refused_not_replaced(
+    workspace: Path, at_open: list[OpenStep]
+) -> None:
+    record_trust(workspace, "old")
+    theirs = trust_store_path().with_name("theirs")
+    theirs.write_text('{"projects": {}}')
+    os.chown(theirs, NOBODY, NOBODY)
+    # Once the old store is open for reading, another user's file takes its place.
+    at_open.append(once(is_descriptor, lambda _: theirs.replace(trust_store_path())))
+
+    with pytest.raises(TrustStoreError) as refused:
+        record_trust(workspace, "new")
+
+    assert str(refused.value) == refusal(f"it belongs to another user (uid {NOBODY})")
+    assert trust_store_path().read_text() == '{"projects": {}}'
+
+
+def test_the_new_store_is_written_beside_the_old_under_a_hidden_random_name(
+    workspace: Path, at_open: list[OpenStep]
+) -> None:
+    temporaries: list[Path] = []
+    at_open.append(once(is_temporary, lambda opened: temporaries.append(Path(str(opened)))))
+
+    record_trust(workspace, "digest")
+
+    [temporary] = temporaries
+    assert temporary.parent == trust_store_path().parent
+    assert re.fullmatch(r"\.trusted-projects\.json\.[0-9a-f]{12}\.tmp", temporary.name)
+    assert not temporary.exists()
+
+
+def test_a_symlink_planted_at_the_temporary_name_is_not_written_through(
+    workspace: Path, at_open: list[OpenStep]
+) -> None:
+    record_trust(workspace, "old")
+    victim = workspace / "victim.json"
+    victim.write_text("mine")
+    at_open.append(once(is_temporary, lambda opened: Path(str(opened)).symlink_to(victim)))
+
+    with pytest.raises(TrustStoreError) as refused:
+        record_trust(workspace, "new")
+
+    assert str(refused.value) == f"cannot write {trust_store_path()}: File exists"
+    assert victim.read_text() == "mine"
+    assert is_trusted(workspace, "old")
+
+
+def test_a_store_that_cannot_be_written_says_why_and_leaves_nothing_behind(
+    workspace: Path, at_open: list[OpenStep]
+) -> None:
+    folder = trust_store_path().parent
+    moved = folder.with_name("moved")
+    at_open.append(once(is_temporary, lambda _: folder.rename(moved)))
+
+    with pytest.raises(TrustStoreError) as refused:
+        record_trust(workspace, "digest")
+
+    assert str(refused.value) == f"cannot write {trust_store_path()}: No such file or directory"
+    assert list(moved.iterdir()) == []
+
+
+def test_a_folder_that_cannot_be_synced_does_not_undo_the_recorded_trust(
+    workspace: Path, at_open: list[OpenStep]
+) -> None:
+    folder = trust_store_path().parent
+    folder.mkdir(parents=True)
+    moved = folder.with_name("moved")
+    # The folder's second open is the sync after the rename (the first takes the lock).
+    opens_of_folder: list[object] = []
+
+    def move_at_the_second_open(opened: object, flags: int | None) -> None:
+        if path_of(opened) == folder:
+            opens_of_folder.append(opened)
+            if len(opens_of_folder) == 2:
+                folder.rename(moved)
+
+    at_open.append(move_at_the_second_open)
+
+    assert record_trust(workspace, "digest") == trust_store_path()
+    assert len(opens_of_folder) == 2
+    assert (moved / TRUST_FILE).exists()
+
+
+def test_the_trust_stores_folder_is_only_ever_opened_as_a_folder(
+    workspace: Path, at_open: list[OpenStep]
+) -> None:
+    folder_flags: list[int] = []
+
+    def note_folder_flags(opened: object, flags: int | None) -> None:
+        if flags is not None and path_of(opened) == trust_store_path().parent:
+            folder_flags.append(flags)
+
+    at_open.append(note_folder_flags)
+
+    record_trust(workspace, "digest")
+
+    assert folder_flags and all(flags & os.O_DIRECTORY for flags in folder_flags)
+
+
 def test_trust_is_kept_per_project_and_per_hash(workspace: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
@@ -774,6 +1126,7 @@ def test_trust_is_kept_per_project_and_per_hash(workspace: Path, tmp_path: Path)
     assert not is_trusted(workspace, "two") and not is_trusted(tmp_path, "one")
 
 
+@pytest.mark.usefixtures("workspace")  # its XDG_CONFIG_HOME: the store is never the real one
 def test_a_project_path_that_is_not_utf8_is_kept_by_its_bytes(tmp_path: Path) -> None:
     odd = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))
     odd.mkdir()

@@ -4,6 +4,7 @@ tool-call pairing rule and the grouping compaction relies on."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import orjson
 import pytest
@@ -21,8 +22,11 @@ from agent_tutorial.core.messages import (
     UserMessage,
     assistant_message,
     from_wire,
+    is_project_context,
     is_tool_group,
     iter_message_groups,
+    new_call_id,
+    project_context_message,
     system_message,
     to_wire,
     tool_call,
@@ -140,19 +144,64 @@ def test_wire_shape_survives_json_encoding(message: ChatMessage) -> None:
 
 
 @pytest.mark.parametrize(
-    "wire",
+    ("wire", "problem"),
     [
-        {"role": "narrator", "content": "x"},
-        {"content": "x"},
-        {"role": "user", "content": None},
-        {"role": "tool", "content": "x"},
-        {"role": "assistant", "content": 3},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {}}]},
+        ({"role": "narrator", "content": "x"}, "unknown message role 'narrator'"),
+        ({"content": "x"}, "unknown message role None"),
+        ({"role": "user", "content": None}, "content must be a string, got NoneType"),
+        ({"role": "system", "content": 3}, "content must be a string, got int"),
+        (
+            {"role": "tool", "content": b"x", "tool_call_id": "c"},
+            "content must be a string, got bytes",
+        ),
+        ({"role": "tool", "content": "x"}, "tool_call_id must be a string, got NoneType"),
+        ({"role": "assistant", "content": 3}, "assistant content must be a string or null"),
+        ({"role": "assistant", "tool_calls": {}}, "tool calls must be a list, got dict"),
+        ({"role": "assistant", "tool_calls": ["c"]}, "a tool call must be an object, got str"),
+        (
+            {"role": "assistant", "tool_calls": [{"id": "c", "function": "f"}]},
+            "a tool call's function must be an object, got str",
+        ),
+        (
+            {"role": "assistant", "tool_calls": [{"function": {"name": "n", "arguments": ""}}]},
+            "tool call id must be a string, got NoneType",
+        ),
+        (
+            {"role": "assistant", "tool_calls": [{"id": "c", "function": {}}]},
+            "tool call name must be a string, got NoneType",
+        ),
+        (
+            {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "n"}}]},
+            "tool call arguments must be a string, got NoneType",
+        ),
     ],
 )
-def test_from_wire_rejects_unknown_shapes(wire: dict[str, object]) -> None:
-    with pytest.raises(ValueError):
+def test_from_wire_says_what_is_wrong_with_a_shape_it_does_not_know(
+    wire: dict[str, object], problem: str
+) -> None:
+    with pytest.raises(ValueError) as raised:
         from_wire(wire)
+
+    assert str(raised.value) == problem
+
+
+def test_the_project_context_is_a_user_message_between_its_markers() -> None:
+    message = project_context_message("root: /work/app")
+
+    assert message == user_message("<project_context>\nroot: /work/app\n</project_context>")
+    assert is_project_context(message)
+
+
+def test_only_a_user_message_that_opens_with_the_marker_is_project_context() -> None:
+    assert not is_project_context(user_message("see <project_context> below"))
+    assert not is_project_context(system_message("<project_context>\nx\n</project_context>"))
+
+
+def test_a_new_call_id_has_openais_shape_and_is_never_repeated() -> None:
+    first, second = new_call_id(), new_call_id()
+
+    assert re.fullmatch(r"call_[0-9a-f]{24}", first)
+    assert first != second
 
 
 # Pairing rule: valid histories

@@ -20,13 +20,20 @@ from agent_tutorial.core.messages import (
     ChatMessage,
     ToolCall,
     ToolMessage,
+    assistant_message,
     tool_call,
     tool_message,
     user_message,
     validate_tool_pairing,
 )
-from agent_tutorial.core.repeats import MAX_IDENTICAL_CALLS
-from agent_tutorial.core.tools import ToolDefinition, ToolRegistry, ToolResult, tool_success
+from agent_tutorial.core.repeats import MAX_IDENTICAL_CALLS, RepeatedCalls
+from agent_tutorial.core.tools import (
+    ToolDefinition,
+    ToolRegistry,
+    ToolResult,
+    tool_error,
+    tool_success,
+)
 from agent_tutorial.testing import ScriptedModel, ScriptedReply, text_reply, tool_reply
 
 NOTE = "this exact call already ran"
@@ -221,3 +228,104 @@ def test_a_call_whose_result_the_model_no_longer_sees_is_not_a_repeat(files: Fil
     assert agent.run("go").final_text == "done"
 
     assert not any(NOTE in result for result in results(agent))
+
+
+# The record of calls itself (RepeatedCalls)
+
+LOOK = '{"path": "."}'
+
+
+def test_arguments_in_another_key_order_make_the_same_call() -> None:
+    repeats = RepeatedCalls()
+    repeats.record(
+        tool_call("call_a", "grep", '{"pattern": "x", "path": "."}'),
+        tool_success("hit"),
+        may_change=False,
+    )
+
+    again = repeats.record(
+        tool_call("call_b", "grep", '{"path": ".", "pattern": "x"}'),
+        tool_success("hit"),
+        may_change=False,
+    )
+
+    assert NOTE in again.content
+
+
+def test_arguments_that_are_not_json_make_the_same_call_only_with_the_same_text() -> None:
+    repeats = RepeatedCalls()
+    repeats.record(tool_call("call_a", "grep", "{oops"), tool_success("?"), may_change=False)
+
+    other = repeats.record(
+        tool_call("call_b", "grep", "{other"), tool_success("?"), may_change=False
+    )
+    same = repeats.record(
+        tool_call("call_c", "grep", "{other"), tool_success("?"), may_change=False
+    )
+
+    assert NOTE not in other.content
+    assert NOTE in same.content
+
+
+def test_a_repeat_that_came_back_differently_says_so_in_its_note() -> None:
+    repeats = RepeatedCalls()
+    repeats.record(tool_call("call_a", "look", LOOK), tool_success("one"), may_change=False)
+
+    again = repeats.record(tool_call("call_b", "look", LOOK), tool_success("two"), may_change=False)
+
+    assert again.content == (
+        "two\n\n[Note: this exact call already ran once in this turn with nothing changed in "
+        "between, and came back differently then. Running it again tells you nothing new: use "
+        "this result, try something different, or answer.]"
+    )
+
+
+def test_the_call_past_the_limit_is_refused_and_becomes_the_stuck_one() -> None:
+    repeats = RepeatedCalls()
+    look = tool_call("call_a", "look", LOOK)
+    assert repeats.stuck is None
+    for _ in range(MAX_IDENTICAL_CALLS):
+        assert repeats.refusal(look) is None
+        repeats.record(look, tool_success("a.txt"), may_change=False)
+
+    refused = repeats.refusal(look)
+
+    assert refused == tool_error(
+        "repeated_call",
+        f"not run: this exact call already ran {MAX_IDENTICAL_CALLS} times with nothing "
+        "changed in between; the turn ends here",
+    )
+    assert repeats.stuck == look
+
+
+def test_a_limit_of_one_refuses_the_first_repeat() -> None:
+    repeats = RepeatedCalls(limit=1)
+    look = tool_call("call_a", "look", LOOK)
+    assert repeats.refusal(look) is None
+
+    repeats.record(look, tool_success("a.txt"), may_change=False)
+
+    assert repeats.refusal(look) is not None
+
+
+def test_a_limit_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^limit must be at least 1, got 0$"):
+        RepeatedCalls(limit=0)
+
+
+def test_a_request_that_shows_the_result_as_it_came_back_keeps_the_repeat() -> None:
+    repeats = RepeatedCalls()
+    first = tool_call("call_a", "look", LOOK)
+    shown = repeats.record(first, tool_success("a.txt"), may_change=False)
+    canonical: list[ChatMessage] = [
+        user_message("go"),
+        assistant_message(None, [first]),
+        tool_message(shown.content, first.id),
+    ]
+
+    repeats.forget_unseen(canonical, list(canonical))  # an equal request, built anew
+    again = repeats.record(
+        tool_call("call_b", "look", LOOK), tool_success("a.txt"), may_change=False
+    )
+
+    assert NOTE in again.content

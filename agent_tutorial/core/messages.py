@@ -179,7 +179,8 @@ class PairingTracker:
     def __init__(self) -> None:
         self.call_ids: set[str] = set()
         """Every tool call id the history holds."""
-        self._pending: dict[str, int] = {}  # unanswered call id -> index of its assistant message
+        self._pending: set[str] = set()
+        """The ids of the calls still waiting for their result."""
         self._length = 0
 
     @classmethod
@@ -196,7 +197,7 @@ class PairingTracker:
         breaks the rule."""
         if isinstance(message, ToolMessage):
             self._check_result(message)
-            del self._pending[message.tool_call_id]
+            self._pending.remove(message.tool_call_id)
         else:
             self.check_answered()
             if isinstance(message, AssistantMessage):
@@ -212,13 +213,13 @@ class PairingTracker:
             )
 
     def _add_calls(self, calls: Sequence[ToolCall]) -> None:
-        ids: dict[str, int] = {}
+        ids: set[str] = set()
         for call in calls:
             if call.id in self.call_ids or call.id in ids:
                 raise ToolPairingError(
                     f"duplicate tool call id {call.id!r} at message {self._length}"
                 )
-            ids[call.id] = self._length
+            ids.add(call.id)
         self.call_ids.update(ids)
         self._pending.update(ids)
 
