@@ -45,10 +45,30 @@ class WholeOutput(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    """How a shell command ended, as data, so the front ends show it without reading it
+    back out of the text the model gets."""
+
+    exit_code: int | None
+    """The command's exit status; None when it timed out and was killed."""
+    signal: int | None = None
+    """The signal that killed it, if one did."""
+    sandbox_denied: bool = False
+    """It failed, and its output bears a sign of one of the sandbox's denials."""
+    output_tail: tuple[str, ...] = ()
+    """Its last lines of output (redacted, each shortened), for the activity line."""
+
+    @property
+    def failed(self) -> bool:
+        return self.exit_code != 0 or self.signal is not None
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool call produced. `redactions` counts the secrets masked in it;
     `whole_output`, when set, is the complete text that `content` shows only part of;
-    `sandboxed` says the call ran confined by the operating system's sandbox."""
+    `sandboxed` says the call ran confined by the operating system's sandbox; `command`,
+    how the shell command of a bash call ended."""
 
     content: str
     is_error: bool = False
@@ -56,6 +76,7 @@ class ToolResult:
     redactions: int = 0
     whole_output: WholeOutput | None = None
     sandboxed: bool = False
+    command: CommandOutcome | None = None
 
 
 # Both builders make the text `encodable`: a file name that is not UTF-8 reaches the model,
