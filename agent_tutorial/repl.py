@@ -26,7 +26,6 @@ from rich.text import Text
 
 from agent_tutorial.bootstrap import Agent
 from agent_tutorial.commands.process import termination_exit_code
-from agent_tutorial.config import STATE_DIR
 from agent_tutorial.conversation import Conversation
 from agent_tutorial.core.errors import EXIT_INTERRUPTED, EXIT_OK, AgentTutorialError
 from agent_tutorial.core.loop import TurnInterrupted
@@ -37,6 +36,7 @@ from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.compaction.budget import WindowSize
 from agent_tutorial.features.project_instructions import ProjectInstructions
 from agent_tutorial.features.sessions import SessionError, find_session, list_sessions
+from agent_tutorial.features.state_folder import ensure_state_folder
 from agent_tutorial.features.todos import render_plan
 from agent_tutorial.layout import KeepUnits, Trimmed
 from agent_tutorial.pastes import CollapsedPastes, SentPromptHistory, paste_bindings
@@ -551,9 +551,8 @@ def _window_text(window: WindowSize | None) -> str:
 def _history(root: Path) -> History:
     """Prompt history in the project's `.agent_tutorial/history`, kept in memory if that is
     not a plain file in a real directory (never written through a symlink)."""
-    state_dir = root / STATE_DIR
     try:
-        state_dir.mkdir(exist_ok=True)
+        state_dir = ensure_state_folder(root)
     except OSError:
         return InMemoryHistory()
     path = state_dir / "history"
