@@ -1,7 +1,9 @@
-"""The terminal approval prompt: shows a tool call and asks yes / no / always-for-this-session."""
+"""The terminal approval prompt: shows a tool call and asks yes / no / always-for-this-session
+/ no-and-do-this-instead, answered with one key on a terminal."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -11,10 +13,25 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
+from agent_tutorial.core.permissions import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    DeclinedWithInstructions,
+)
 from agent_tutorial.core.text import printable
+from agent_tutorial.terminal_keys import END_OF_INPUT, ESCAPE, read_key
 
 PROMPT = "Allow? [y]es / [n]o / [a]lways this session (Enter = no): "
+KEY_PROMPT = "Allow? [y]es [a]lways [n]o [t]ell it what to do instead (Esc = no) "
+INSTEAD_PROMPT = "What should it do instead? "
+_KEY_ANSWERS: dict[str, ApprovalAnswer] = {
+    "y": "yes",
+    "a": "always",
+    "n": "no",
+    ESCAPE: "no",
+    "\x04": "no",  # Ctrl-D, as at the prompt
+    END_OF_INPUT: "no",
+}
 MAX_SHOWN_LINES = 12
 MAX_SHOWN_CHARS = 800
 MAX_ATTEMPTS = 3
@@ -35,16 +52,27 @@ class TerminalApprover:
     Ctrl-C is not an answer: it propagates and cancels the whole turn, as it does anywhere
     else in a turn (the loop answers the pending calls as interrupted).
 
-    `read_line(prompt)` reads one answer; it defaults to `console.input` and is the seam
-    the REPL (prompt-toolkit) and tests plug into.
+    On a terminal one key answers (`read_key()`, no Enter): y, a, n, Esc (no), or t, then
+    a line that goes to the model with the denial. Otherwise `read_line(prompt)` reads a
+    line; it defaults to `console.input` and is the seam tests plug into.
     """
 
-    def __init__(self, console: Console, read_line: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self,
+        console: Console,
+        read_line: Callable[[str], str] | None = None,
+        read_key: Callable[[], str] | None = None,
+    ) -> None:
         self.console = console
         self.read_line = read_line or self._read_from_console
+        if read_key is None and read_line is None and sys.stdin.isatty():
+            read_key = self._read_key_from_terminal
+        self.read_key = read_key
 
     def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         self.console.print(describe_request(request))
+        if self.read_key is not None:
+            return self._answer_by_key(self.read_key)
         for _ in range(MAX_ATTEMPTS):
             try:
                 line = self.read_line(PROMPT)
@@ -62,6 +90,30 @@ class TerminalApprover:
                 return answer
             self.console.print(f"Please answer y, n or a (got {line.strip()!r}).", markup=False)
         return "no"
+
+    def _answer_by_key(self, read: Callable[[], str]) -> ApprovalAnswer:
+        """Keys that are no answer (Enter, an arrow, a letter) are passed over."""
+        self.console.print(Text(KEY_PROMPT, style="bold"), end="")
+        try:
+            key = read().lower()
+            while key not in _KEY_ANSWERS and key != "t":
+                key = read().lower()
+        except KeyboardInterrupt:
+            self.console.print("cancelled")  # the terminal echoes no ^C while a key is read
+            raise
+        if key != "t":
+            answer = _KEY_ANSWERS[key]
+            self.console.print(str(answer))
+            return answer
+        self.console.print("no, and instead:")
+        try:
+            instead = self.read_line(INSTEAD_PROMPT).strip()
+        except EOFError:
+            instead = ""
+        return DeclinedWithInstructions(instead) if instead else "no"
+
+    def _read_key_from_terminal(self) -> str:
+        return read_key(sys.stdin.fileno())
 
     def _read_from_console(self, prompt: str) -> str:
         return self.console.input(Text(prompt, style="bold"))  # Text: "[y]" is not markup

@@ -44,8 +44,9 @@ SUBJECT_WIDTH = 60
 MIN_SUBJECT_WIDTH = 12  # below this a subject says too little: it is left out
 ROUTINE_LAYERS = frozenset({"snip", "micro"})
 LAYER_ORDER = ("persist", "snip", "micro", "summary", "reactive")
-SELF_EXPLAINED_ERRORS = frozenset({"interrupted"})
-"""Tool errors whose code says it all to the user, who caused them: no reason line."""
+SELF_EXPLAINED_ERRORS = frozenset({"interrupted", "permission_denied"})
+"""Tool errors with no reason line: the user caused the first, and the `⚖ deny` line
+above the tool line already gives the second's reason."""
 NOTICE_STYLES = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 

@@ -121,6 +121,10 @@ def test_an_interrupted_call_shows_no_reason_the_user_knows_already() -> None:
     assert tool_details(tool_error("interrupted", "the user pressed Ctrl-C"), 80) == []
 
 
+def test_a_denied_call_shows_no_second_reason_under_its_decision_line() -> None:
+    assert tool_details(tool_error("permission_denied", "the user declined"), 80) == []
+
+
 def test_a_success_without_a_command_shows_nothing_under_its_line() -> None:
     assert tool_details(tool_success("text"), 80) == []
 

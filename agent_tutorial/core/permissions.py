@@ -38,7 +38,16 @@ from agent_tutorial.core.tools import Effect, ParsedCall, ToolDefinition, ToolRe
 
 Decision: TypeAlias = Literal["allow", "ask", "deny"]
 PermissionMode: TypeAlias = Literal["ask", "accept-edits", "auto"]
-ApprovalAnswer: TypeAlias = Literal["yes", "no", "always"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeclinedWithInstructions:
+    """The answer `t`, "no, and do this instead": the words go to the model with the denial."""
+
+    instead: str
+
+
+ApprovalAnswer: TypeAlias = Literal["yes", "no", "always"] | DeclinedWithInstructions
 DecisionSource: TypeAlias = Literal[
     "default", "rule", "boundary", "session", "hook", "user", "no-terminal"
 ]
@@ -284,6 +293,9 @@ class PermissionPolicy:
             return decision_for(parsed, "allow", "the user approved this for the session", "user")
         if answer == "yes":
             return decision_for(parsed, "allow", "the user approved this call", "user")
+        if isinstance(answer, DeclinedWithInstructions):
+            declined = f"the user declined this {parsed.tool.name} call and says instead"
+            return decision_for(parsed, "deny", f"{declined}: {answer.instead}", "user")
         return decision_for(
             parsed, "deny", f"the user declined this {parsed.tool.name} call", "user"
         )
