@@ -19,6 +19,7 @@ from agent_tutorial.core.permissions import (
     DeclinedWithInstructions,
 )
 from agent_tutorial.core.text import printable
+from agent_tutorial.diff_view import diff_rows
 from agent_tutorial.terminal_keys import END_OF_INPUT, ESCAPE, read_key
 
 PROMPT = "Allow? [y]es / [n]o / [a]lways this session (Enter = no): "
@@ -35,6 +36,7 @@ _KEY_ANSWERS: dict[str, ApprovalAnswer] = {
 MAX_SHOWN_LINES = 12
 MAX_SHOWN_CHARS = 800
 MAX_ATTEMPTS = 3
+MAX_DIFF_ROWS = 40
 
 _ANSWERS: dict[str, ApprovalAnswer] = {
     "y": "yes",
@@ -130,6 +132,10 @@ def describe_request(request: ApprovalRequest) -> Panel:
     body.append(printable(request.reason), style="dim")
     if request.sandbox is not None:
         body.append(f"\nruns sandboxed ({printable(request.sandbox)})", style="green")
+    if request.change is not None:  # write_file, edit_file: the diff says what changes
+        body.append(f"\n{printable(request.change.path)}\n", style="bold")
+        body.append_text(diff_rows(request.change, max_rows=MAX_DIFF_ROWS))
+        return _panel(request, body)
     for name, value in request.arguments.items():
         body.append("\n")
         body.append(f"{printable(name)}: ", style="bold")
@@ -140,6 +146,10 @@ def describe_request(request: ApprovalRequest) -> Panel:
         if "\n" in shown:  # a multi-line value starts on its own line, indented
             shown = "\n" + textwrap.indent(shown, "  ")
         body.append(shown)
+    return _panel(request, body)
+
+
+def _panel(request: ApprovalRequest, body: Text) -> Panel:
     title = Text(f"{printable(request.tool_name)} wants permission", style="bold yellow")
     return Panel(body, title=title, title_align="left", border_style="yellow")
 

@@ -34,7 +34,14 @@ from agent_tutorial.core.paths import (
     WorkspacePaths,
     write_refusal,
 )
-from agent_tutorial.core.tools import Effect, ParsedCall, ToolDefinition, ToolResult, tool_error
+from agent_tutorial.core.tools import (
+    Effect,
+    FileChange,
+    ParsedCall,
+    ToolDefinition,
+    ToolResult,
+    tool_error,
+)
 
 Decision: TypeAlias = Literal["allow", "ask", "deny"]
 PermissionMode: TypeAlias = Literal["ask", "accept-edits", "auto"]
@@ -115,6 +122,8 @@ class ApprovalRequest:
     reason: str
     sandbox: str | None = None
     """How the call will be confined (`workspace-write, network off`); None: unconfined."""
+    change: FileChange | None = None
+    """The file change the call would make, shown as a diff."""
 
 
 class Approver(Protocol):
@@ -286,6 +295,7 @@ class PermissionPolicy:
             arguments=parsed.arguments_dict(),
             reason=record.reason,
             sandbox=_sandbox_text(parsed.tool),
+            change=parsed.tool.preview(parsed.arguments) if parsed.tool.preview else None,
         )
         answer = self.approver.approve(request)
         if answer == "always":

@@ -107,6 +107,19 @@ Handler: TypeAlias = Callable[[Any], ToolResult]
 
 
 @dataclass(frozen=True, slots=True)
+class FileChange:
+    """What a call would do to one file, for the approval prompt to show as a diff."""
+
+    path: str
+    before: str | None
+    """The file's text now; None for a file the call would create."""
+    after: str
+
+
+Preview: TypeAlias = Callable[[Any], FileChange | None]
+
+
+@dataclass(frozen=True, slots=True)
 class ToolDefinition:
     """A tool: its name, what it is for, its pydantic input model and its handler.
 
@@ -123,6 +136,9 @@ class ToolDefinition:
     effect: Effect = "read"
     subject_field: str | None = None
     sandbox: SandboxPolicy | None = None
+    preview: Preview | None = None
+    """The change a call would make to a file (write_file, edit_file), read without making
+    it; None when it cannot tell (the call will then fail and say why)."""
 
     def spec(self) -> ToolSpec:
         schema = self.input_model.model_json_schema()
