@@ -34,6 +34,7 @@ from agent_tutorial.core.events import (
 )
 from agent_tutorial.core.text import printable
 from agent_tutorial.core.tools import CommandOutcome, ToolResult
+from agent_tutorial.diff_view import diff_rows
 from agent_tutorial.features.artifact_catalog import ArtifactInfo
 from agent_tutorial.features.bash import signal_name
 from agent_tutorial.features.sessions import DamagedLine, SessionInfo
@@ -44,6 +45,8 @@ SUBJECT_WIDTH = 60
 MIN_SUBJECT_WIDTH = 12  # below this a subject says too little: it is left out
 ROUTINE_LAYERS = frozenset({"snip", "micro"})
 LAYER_ORDER = ("persist", "snip", "micro", "summary", "reactive")
+EDIT_DIFF_ROWS = 6
+"""Rows of an edit's diff shown under its tool line (the approval showed it whole)."""
 SELF_EXPLAINED_ERRORS = frozenset({"interrupted", "permission_denied"})
 """Tool errors with no reason line: the user caused the first, and the `⚖ deny` line
 above the tool line already gives the second's reason."""
@@ -115,6 +118,9 @@ def tool_details(result: ToolResult, width: int) -> list[Text]:
     reason = _error_reason(result)
     if reason:
         lines.append(Text(_cut(f"  {reason}", width), style="red"))
+    if result.change is not None and not result.is_error:
+        diff = diff_rows(result.change, max_rows=EDIT_DIFF_ROWS)
+        lines += [_cut_text(row, width) for row in diff.split("\n")]
     if result.command is not None:
         lines += [
             Text(_cut(f"  {line.expandtabs(4)}", width), style="dim")
@@ -133,6 +139,15 @@ def _error_reason(result: ToolResult) -> str:
         return ""
     _, _, reason = result.content.partition(f"Error [{result.error_code}]: ")
     return " ".join((reason or result.content).splitlines()[:1])
+
+
+def _cut_text(row: Text, width: int) -> Text:
+    """`row` indented by two and cut to `width` (it is `printable` already)."""
+    shown = Text("  ") + row
+    if len(shown) > width:
+        shown.truncate(max(width - 1, 0))
+        shown.append("…")
+    return shown
 
 
 def _cut(text: str, width: int) -> str:

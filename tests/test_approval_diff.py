@@ -12,10 +12,12 @@ import pytest
 from rich.console import Console
 
 from agent_tutorial.approval import describe_request
+from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.permissions import ApprovalRequest
-from agent_tutorial.core.tools import FileChange, ToolDefinition
+from agent_tutorial.core.tools import FileChange, ToolDefinition, ToolRegistry
 from agent_tutorial.diff_view import diff_rows
 from agent_tutorial.features.builtin_tools import EditFileInput, WriteFileInput, file_tools
+from agent_tutorial.render import EDIT_DIFF_ROWS, tool_details
 from agent_tutorial.terminal_keys import ESCAPE
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 from tests.terminal import Terminal
@@ -165,3 +167,33 @@ def test_an_edit_approval_shows_the_diff_and_one_key_answers_it(
 
     fixed = (workspace / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     assert fixed is applied
+
+
+def test_after_an_edit_its_diff_shows_shortened_under_the_tool_line(workspace: Path) -> None:
+    (workspace / "a.txt").write_text(SOURCE)
+    edit = tool(workspace, "edit_file")
+    old, new = "line 3\nline 4\nline 5\n", "three\nfour\nfive\n"
+    result = edit.handler(EditFileInput(path="a.txt", old_text=old, new_text=new))
+
+    lines = [line.plain for line in tool_details(result, 40)]
+
+    assert EDIT_DIFF_ROWS == 6
+    assert lines == [
+        "  1  line 1",
+        "  2  line 2",
+        "  3 -line 3",
+        "  4 -line 4",
+        "  5 -line 5",
+        "  3 +three",
+        "  … 4 more rows",
+    ]
+
+
+def test_a_failed_edit_shows_no_diff(workspace: Path) -> None:
+    (workspace / "a.txt").write_text(SOURCE)
+    edit = tool(workspace, "edit_file")
+
+    arguments = '{"path": "a.txt", "old_text": "absent", "new_text": "x"}'
+    result = ToolRegistry([edit]).run(tool_call("e1", "edit_file", arguments))
+
+    assert result.change is None and result.is_error

@@ -45,6 +45,16 @@ class WholeOutput(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class FileChange:
+    """What a call would do to one file, for the approval prompt to show as a diff."""
+
+    path: str
+    before: str | None
+    """The file's text now; None for a file the call would create."""
+    after: str
+
+
+@dataclass(frozen=True, slots=True)
 class CommandOutcome:
     """How a shell command ended, as data, so the front ends show it without reading it
     back out of the text the model gets."""
@@ -68,7 +78,7 @@ class ToolResult:
     """What a tool call produced. `redactions` counts the secrets masked in it;
     `whole_output`, when set, is the complete text that `content` shows only part of;
     `sandboxed` says the call ran confined by the operating system's sandbox; `command`,
-    how the shell command of a bash call ended."""
+    how the shell command of a bash call ended; `change`, what an edit did to its file."""
 
     content: str
     is_error: bool = False
@@ -77,6 +87,7 @@ class ToolResult:
     whole_output: WholeOutput | None = None
     sandboxed: bool = False
     command: CommandOutcome | None = None
+    change: FileChange | None = None
 
 
 # Both builders make the text `encodable`: a file name that is not UTF-8 reaches the model,
@@ -104,16 +115,6 @@ class ToolFailure(Exception):
 
 
 Handler: TypeAlias = Callable[[Any], ToolResult]
-
-
-@dataclass(frozen=True, slots=True)
-class FileChange:
-    """What a call would do to one file, for the approval prompt to show as a diff."""
-
-    path: str
-    before: str | None
-    """The file's text now; None for a file the call would create."""
-    after: str
 
 
 Preview: TypeAlias = Callable[[Any], FileChange | None]

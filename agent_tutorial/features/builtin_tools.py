@@ -13,7 +13,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial, wraps
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, ParamSpec
@@ -398,10 +398,12 @@ def _edit_file(files: Workspace, arguments: EditFileInput) -> ToolResult:
         replaced = count if arguments.replace_all else 1
         replace_file(target, text.replace(old_text, new_text, replaced).encode("utf-8"))
     occurrences = "1 occurrence" if replaced == 1 else f"{replaced} occurrences"
-    return tool_success(
+    edited = tool_success(
         f"Edited {target.relative.as_posix()}: replaced {occurrences} "
         f"(first at line {first_line}).{_links(target)}"
     )
+    after = text.replace(old_text, new_text, replaced)
+    return replace(edited, change=FileChange(target.relative.as_posix(), text, after))
 
 
 def _previewed(
