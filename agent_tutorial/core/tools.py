@@ -137,6 +137,9 @@ class ToolDefinition:
     effect: Effect = "read"
     subject_field: str | None = None
     sandbox: SandboxPolicy | None = None
+    unconfined: Handler | None = None
+    """The same tool outside the sandbox, for a denied command the user lets run outside
+    it once (bash in a sandbox); None for a tool the sandbox does not confine."""
     preview: Preview | None = None
     """The change a call would make to a file (write_file, edit_file), read without making
     it; None when it cannot tell (the call will then fail and say why)."""

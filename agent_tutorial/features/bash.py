@@ -90,6 +90,9 @@ def bash_tool(workspace: Path, settings: BashSettings | None = None) -> ToolDefi
         effect="execute",
         subject_field="command",
         sandbox=settings.confinement,
+        unconfined=None
+        if settings.confinement is None
+        else partial(_run_bash, workspace, replace(settings, sandbox=None)),
     )
 
 
