@@ -32,7 +32,11 @@ from agent_tutorial.core.errors import EXIT_INTERRUPTED, EXIT_OK, AgentTutorialE
 from agent_tutorial.core.loop import TurnInterrupted
 from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.text import printable
-from agent_tutorial.features.artifact_catalog import list_artifacts
+from agent_tutorial.features.artifact_catalog import (
+    ArtifactLookupError,
+    find_artifact,
+    list_artifacts,
+)
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.compaction.budget import WindowSize
 from agent_tutorial.features.project_instructions import ProjectInstructions
@@ -56,9 +60,11 @@ from agent_tutorial.render import (
     error_line,
     format_bytes,
     in_layer_order,
+    messages_table,
     rendering,
     session_table,
     shorten,
+    transcript_records,
 )
 from agent_tutorial.run_summary import RunSummary, format_count
 from agent_tutorial.session_picker import pick_session
@@ -81,8 +87,8 @@ SLASH_COMMANDS = (
     SlashCommand("/permissions", "/permissions", "the mode and the rules (Shift-Tab: mode)"),
     SlashCommand("/compact", "/compact [focus]", "summarise the conversation now (chapter 8)"),
     SlashCommand("/todos", "/todos", "the current plan (chapter 5+)"),
-    SlashCommand("/artifacts", "/artifacts", "persisted tool results and transcripts"),
-    SlashCommand("/clear", "/clear", "start a new session"),
+    SlashCommand("/artifacts", "/artifacts [ID]", "persisted tool results and transcripts"),
+    SlashCommand("/clear", "/clear", "start a new session (also /new)"),
     SlashCommand("/sessions", "/sessions", "saved sessions in this project"),
     SlashCommand("/resume", "/resume [ID]", "continue a saved session (no id: pick one)"),
     SlashCommand("/exit", "/exit", "leave (also Ctrl-D)"),
@@ -211,6 +217,7 @@ class Repl:
             "/todos": self._todos,
             "/artifacts": self._artifacts,
             "/clear": self._clear,
+            "/new": self._clear,
             "/sessions": self._sessions,
             "/resume": self._resume,
             "/exit": lambda _argument: False,
@@ -483,10 +490,27 @@ class Repl:
             self.out.print(Text(plan))  # "[x]": not markup
         return True
 
-    def _artifacts(self, _argument: str) -> bool:
+    def _artifacts(self, argument: str) -> bool:
+        if argument:
+            self._artifact(argument)
+            return True
         found = list_artifacts(self.conversation.setup.root)
         self.out.print(artifact_table(found) if found else "no artifacts yet")
         return True
+
+    def _artifact(self, reference: str) -> None:
+        """One artifact in full, as `artifacts show` prints it."""
+        try:
+            info = find_artifact(self.conversation.setup.root, reference)
+            data = info.path.read_bytes()
+        except (ArtifactLookupError, OSError) as error:
+            self.err.print(error_line(str(error), "cannot show"))
+            return
+        if info.kind == "transcript":
+            self.out.print(messages_table(transcript_records(data), title=info.relative_path))
+        else:
+            text = printable(data.decode("utf-8", "surrogateescape"))
+            self.out.print(Text(text), highlight=False, soft_wrap=True)
 
     def _clear(self, _argument: str) -> bool:
         self.conversation.start_new()
