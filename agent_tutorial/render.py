@@ -260,7 +260,8 @@ class TerminalRenderer:
         self._stop_waiting()
         self._end_stream()
         if self._run_compaction and totals:
-            self._activity(compaction_totals_line(self._run_compaction), 0)
+            totals_line = compaction_totals_line(self._run_compaction, verbose=self.verbose)
+            self._activity(totals_line, 0)
         self._run_compaction = {}
 
     def _tool_finished(self, event: ToolFinished, depth: int) -> None:
@@ -368,12 +369,14 @@ def error_line(message: str, label: str = "error") -> Text:
     return Text.assemble((f"{label}: ", "bold red"), printable(message))
 
 
-def compaction_totals_line(totals: dict[str, list[int]]) -> Text:
-    """`⚙ compaction this run: snip 10×, micro 46×; 96.4 KB saved (-v shows every step)`."""
+def compaction_totals_line(totals: dict[str, list[int]], *, verbose: bool = False) -> Text:
+    """`⚙ compaction this run: snip 10×, micro 46×; 96.4 KB saved (-v shows every step)`;
+    with -v on, every step was shown already, and the hint is left out."""
     steps = ", ".join(f"{layer} {totals[layer][0]}×" for layer in in_layer_order(totals))
     saved = format_bytes(sum(saved for _, saved in totals.values()))
     line = Text(f"⚙ compaction this run: {steps}; {saved} saved", style="magenta")
-    line.append(" (-v shows every step)", style="dim")
+    if not verbose:
+        line.append(" (-v shows every step)", style="dim")
     return line
 
 
