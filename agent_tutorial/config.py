@@ -50,6 +50,7 @@ from pydantic_settings import (
 from agent_tutorial.adapters.chat_wire import WireOptions
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
 from agent_tutorial.adapters.text_calls import ToolCallMode
+from agent_tutorial.config_wording import config_value_problem
 from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
 from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
@@ -626,7 +627,7 @@ def _describe_config_error(error: ValidationError) -> str:
 
 def _describe_config_problem(item: ErrorDetails) -> str:
     if item["type"] not in _UNKNOWN_KEY_ERRORS:
-        return item["msg"]
+        return config_value_problem(item)
     close = difflib.get_close_matches(str(item["loc"][-1]), _known_keys(item["loc"]), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"not a setting{hint}"
