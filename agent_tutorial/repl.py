@@ -114,6 +114,12 @@ def key_bindings() -> KeyBindings:
     def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
+    # Esc (to dismiss a menu, say) then `/` for a command reads as Meta-/, "complete",
+    # which swallowed the slash and sent the command's words to the model.
+    @bindings.add("escape", "/")
+    def _slash_after_escape(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("/")
+
     return bindings
 
 
