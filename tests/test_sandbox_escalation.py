@@ -15,7 +15,7 @@ import pytest
 from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.adapters.sandbox import sandbox_available
 from agent_tutorial.core.messages import tool_call
-from agent_tutorial.core.permissions import PermissionMode, PermissionPolicy
+from agent_tutorial.core.permissions import ApprovalAnswer, PermissionMode, PermissionPolicy
 from agent_tutorial.core.sandbox import SandboxPolicy
 from agent_tutorial.core.tools import ParsedCall, ToolRegistry, ToolResult
 from agent_tutorial.features.bash import BashSettings, bash_tool
@@ -66,11 +66,12 @@ def escalate(
     return SandboxEscalation(policy).after_call(parsed, registry.invoke(parsed))
 
 
+@pytest.mark.parametrize("answer", ["yes", "always"])
 @pytest.mark.parametrize("mode", ["ask", "accept-edits"])
 def test_yes_runs_a_denied_command_outside_the_sandbox_once(
-    workspace: Path, mode: PermissionMode
+    workspace: Path, mode: PermissionMode, answer: ApprovalAnswer
 ) -> None:
-    approver = ScriptedApprover("yes")
+    approver = ScriptedApprover(answer)
 
     result = escalate(workspace, OUTSIDE_WRITE, mode, approver)
 

@@ -36,7 +36,8 @@ class SandboxEscalation:
             arguments=parsed.arguments_dict(),
             reason=ESCALATION_REASON,
         )
-        if approver.approve(request) != "yes":
+        # "always" is as far as the question goes: this once (the sandbox stays as it is).
+        if approver.approve(request) not in ("yes", "always"):
             return result
         if result.whole_output is not None:  # replaced: nothing else will close its spool
             result.whole_output.close()
