@@ -1,4 +1,5 @@
-"""The terminal approval prompt: shows a tool call and asks yes / no / always-for-this-session.
+"""The terminal approval prompt: shows a tool call and asks yes / no / always-for-this-session
+/ no-and-do-this-instead, answered with one key on a terminal.
 
 The question and the call's first line are on the screen together: a subject (a command)
 too long for the terminal is shown by its first lines and its line count, and the user can
@@ -6,6 +7,7 @@ answer `v` to see it whole before deciding."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,14 +18,34 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from agent_tutorial.core.permissions import ApprovalAnswer, ApprovalRequest
+from agent_tutorial.core.permissions import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    DeclinedWithInstructions,
+)
 from agent_tutorial.core.text import printable
+from agent_tutorial.diff_view import diff_rows
+from agent_tutorial.terminal_keys import END_OF_INPUT, ESCAPE, read_key
 
 PROMPT = "Allow? [y]es / [n]o / [a]lways this session (Enter = no): "
 PROMPT_WITH_VIEW = "Allow? [y]es / [n]o / [a]lways this session / [v]iew all (Enter = no): "
+KEY_PROMPT = "Allow? [y]es [a]lways [n]o [t]ell it what to do instead (Esc = no) "
+KEY_PROMPT_WITH_VIEW = (
+    "Allow? [y]es [a]lways [n]o [t]ell it what to do instead [v]iew all (Esc = no) "
+)
+INSTEAD_PROMPT = "What should it do instead? "
+_KEY_ANSWERS: dict[str, ApprovalAnswer] = {
+    "y": "yes",
+    "a": "always",
+    "n": "no",
+    ESCAPE: "no",
+    "\x04": "no",  # Ctrl-D, as at the prompt
+    END_OF_INPUT: "no",
+}
 MAX_SHOWN_LINES = 12
 MAX_SHOWN_CHARS = 800
 MAX_ATTEMPTS = 3
+MAX_DIFF_ROWS = 40
 
 _ANSWERS: dict[str, ApprovalAnswer] = {
     "y": "yes",
@@ -42,16 +64,27 @@ class TerminalApprover:
     Ctrl-C is not an answer: it propagates and cancels the whole turn, as it does anywhere
     else in a turn (the loop answers the pending calls as interrupted).
 
-    `read_line(prompt)` reads one answer; it defaults to `console.input` and is the seam
-    the REPL (prompt-toolkit) and tests plug into.
+    On a terminal one key answers (`read_key()`, no Enter): y, a, n, Esc (no), or t, then
+    a line that goes to the model with the denial. Otherwise `read_line(prompt)` reads a
+    line; it defaults to `console.input` and is the seam tests plug into.
     """
 
-    def __init__(self, console: Console, read_line: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self,
+        console: Console,
+        read_line: Callable[[str], str] | None = None,
+        read_key: Callable[[], str] | None = None,
+    ) -> None:
         self.console = console
         self.read_line = read_line or self._read_from_console
+        if read_key is None and read_line is None and sys.stdin.isatty():
+            read_key = self._read_key_from_terminal
+        self.read_key = read_key
 
     def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        shown = self._fitting_panel(request)
+        if self.read_key is not None:
+            return self._answer_by_key(self.read_key, request)
+        shown = self._fitting_panel(request, PROMPT, PROMPT_WITH_VIEW)
         self.console.print(shown.panel)
         prompt = PROMPT if shown.whole else PROMPT_WITH_VIEW
         for _ in range(MAX_ATTEMPTS):
@@ -79,13 +112,15 @@ class TerminalApprover:
             self.console.print(f"Please answer {choices} (got {line.strip()!r}).", markup=False)
         return "no"
 
-    def _fitting_panel(self, request: ApprovalRequest) -> ShownRequest:
+    def _fitting_panel(
+        self, request: ApprovalRequest, prompt: str, prompt_with_view: str
+    ) -> ShownRequest:
         """The call as it fits above the question on this terminal: whole when it does,
         else the longest start of its subject that does, cut at a line's end."""
         height = self.console.size.height
-        budget = height - _rows(self.console, Text(PROMPT_WITH_VIEW))
+        budget = height - _rows(self.console, Text(prompt_with_view))
         whole = describe_request(request)
-        if _rows(self.console, whole) + _rows(self.console, Text(PROMPT)) <= height:
+        if _rows(self.console, whole) + _rows(self.console, Text(prompt)) <= height:
             return ShownRequest(whole, whole=True)
         subject = request.subject
         end = longest_fitting_prefix(
@@ -97,6 +132,44 @@ class TerminalApprover:
         return ShownRequest(
             describe_request(request, shown_subject=at_line_end(subject, end)), whole=False
         )
+
+    def _answer_by_key(self, read: Callable[[], str], request: ApprovalRequest) -> ApprovalAnswer:
+        """Keys that are no answer (Enter, an arrow, a letter) are passed over; `v` (when
+        the call was cut to fit) shows it whole, then the short one and the question again."""
+        shown = self._fitting_panel(request, KEY_PROMPT, KEY_PROMPT_WITH_VIEW)
+        keys = set(_KEY_ANSWERS) | {"t"} | (set() if shown.whole else {"v"})
+        while True:
+            self.console.print(shown.panel)
+            question = KEY_PROMPT if shown.whole else KEY_PROMPT_WITH_VIEW
+            self.console.print(Text(question, style="bold"), end="")
+            key = self._read_one_of(read, keys)
+            if key != "v":
+                break
+            self.console.print("view")
+            self.console.print(describe_request(request))
+        if key != "t":
+            answer = _KEY_ANSWERS[key]
+            self.console.print(str(answer))
+            return answer
+        self.console.print("no, and instead:")
+        try:
+            instead = self.read_line(INSTEAD_PROMPT).strip()
+        except EOFError:
+            instead = ""
+        return DeclinedWithInstructions(instead) if instead else "no"
+
+    def _read_one_of(self, read: Callable[[], str], keys: set[str]) -> str:
+        try:
+            key = read().lower()
+            while key not in keys:
+                key = read().lower()
+        except KeyboardInterrupt:
+            self.console.print("cancelled")  # the terminal echoes no ^C while a key is read
+            raise
+        return key
+
+    def _read_key_from_terminal(self) -> str:
+        return read_key(sys.stdin.fileno())
 
     def _read_from_console(self, prompt: str) -> str:
         return self.console.input(Text(prompt, style="bold"))  # Text: "[y]" is not markup
@@ -121,6 +194,10 @@ def describe_request(request: ApprovalRequest, *, shown_subject: int | None = No
     body.append(printable(request.reason), style="dim")
     if request.sandbox is not None:
         body.append(f"\nruns sandboxed ({printable(request.sandbox)})", style="green")
+    if request.change is not None:  # write_file, edit_file: the diff says what changes
+        body.append(f"\n{printable(request.change.path)}\n", style="bold")
+        body.append_text(diff_rows(request.change, max_rows=MAX_DIFF_ROWS))
+        return _panel(request, body)
     for name, value in request.arguments.items():
         body.append("\n")
         body.append(f"{printable(name)}: ", style="bold")
@@ -133,6 +210,10 @@ def describe_request(request: ApprovalRequest, *, shown_subject: int | None = No
         if "\n" in shown:  # a multi-line value starts on its own line, indented
             shown = "\n" + textwrap.indent(shown, "  ")
         body.append(shown)
+    return _panel(request, body)
+
+
+def _panel(request: ApprovalRequest, body: Text) -> Panel:
     title = Text(f"{printable(request.tool_name)} wants permission", style="bold yellow")
     return Panel(body, title=title, title_align="left", border_style="yellow")
 

@@ -76,6 +76,7 @@ from agent_tutorial.features.project_instructions import (
     read_project_instructions,
 )
 from agent_tutorial.features.redaction import Redactor, known_secrets
+from agent_tutorial.features.sandbox_escalation import SandboxEscalation
 from agent_tutorial.features.skills import SkillRegistry, load_skill_tool
 from agent_tutorial.features.subagents import (
     SUBAGENT_MAX_TURNS,
@@ -630,10 +631,12 @@ def _guards(
             approver=_announcing(deps.approver, deps.events),
             on_decision=lambda record: _report_decision(deps.events, record),
         )
+    # First, so that its after_call runs before hooks see the result or the model does.
+    escalation: list[CallGuard] = [SandboxEscalation(policy)] if policy else []
     if hooks is not None:
         hook_guard = HookGuard(hooks, policy, events=deps.events)
-        return [hook_guard], [hook_guard]
-    return ([policy] if policy else []), []
+        return [*escalation, hook_guard], [hook_guard]
+    return ([*escalation, policy] if policy else []), []
 
 
 @dataclass(frozen=True)

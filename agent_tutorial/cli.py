@@ -252,9 +252,12 @@ app.command()(trust)
 
 
 def main() -> None:
+    # `agent-tutorial` alone does what `claude` and `codex` do: `run` with its defaults,
+    # which opens the REPL on a terminal and reads a prompt from a pipe.
+    arguments = sys.argv[1:] or ["run"]
     try:
         with running_as_the_command():
-            app()
+            app(args=arguments)
     except BrokenPipeError:  # `agent-tutorial … | head` closed our stdout: not an error
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush stays quiet

@@ -53,6 +53,7 @@ from agent_tutorial.adapters.hook_scripts import SCRIPT_SETTING as SCRIPT_SETTIN
 from agent_tutorial.adapters.hook_scripts import trusted_script_settings
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
 from agent_tutorial.adapters.text_calls import ToolCallMode
+from agent_tutorial.config_wording import config_value_problem
 from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
 from agent_tutorial.core.events import WAITING_INTERVAL_S
 from agent_tutorial.core.hooks import HooksConfig
@@ -670,7 +671,7 @@ def _describe_config_error(error: ValidationError) -> str:
 
 def _describe_config_problem(item: ErrorDetails) -> str:
     if item["type"] not in _UNKNOWN_KEY_ERRORS:
-        return item["msg"]
+        return config_value_problem(item)
     close = difflib.get_close_matches(str(item["loc"][-1]), _known_keys(item["loc"]), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"not a setting{hint}"

@@ -44,6 +44,7 @@ from agent_tutorial.core.events import (
 from agent_tutorial.core.messages import to_wire
 from agent_tutorial.core.model import Usage
 from agent_tutorial.core.text import plain_json
+from agent_tutorial.core.tools import CommandOutcome
 from agent_tutorial.run_summary import RunSummary
 
 ResultSubtype = Literal["success", "error_max_turns", "error_during_execution"]
@@ -174,8 +175,18 @@ def _tool_event(event: ToolStarted | ToolFinished) -> Record:
         "bytes": len(event.result.content.encode()),
         "redactions": event.result.redactions,
         "sandboxed": event.result.sandboxed,
+        **_command_ending(event.result.command),
         "seconds": round(event.seconds, 3),
     }
+
+
+def _command_ending(command: CommandOutcome | None) -> Record:
+    """A command's `exit_code` (128 + N for one killed by signal N; absent when it timed
+    out) and `sandbox_denied: true` when the sandbox refused it."""
+    if command is None:
+        return {}
+    ending: Record = {} if command.exit_code is None else {"exit_code": command.exit_code}
+    return ending | ({"sandbox_denied": True} if command.sandbox_denied else {})
 
 
 def _usage(usage: Usage | None) -> Record | None:

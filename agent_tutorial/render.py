@@ -33,8 +33,10 @@ from agent_tutorial.core.events import (
     TurnStarted,
 )
 from agent_tutorial.core.text import printable
-from agent_tutorial.core.tools import ToolResult
+from agent_tutorial.core.tools import CommandOutcome, ToolResult
+from agent_tutorial.diff_view import diff_rows
 from agent_tutorial.features.artifact_catalog import ArtifactInfo
+from agent_tutorial.features.bash import signal_name
 from agent_tutorial.features.sessions import DamagedLine, SessionInfo
 from agent_tutorial.layout import shorten_at_word, wrap_keeping_units
 from agent_tutorial.stream_wrap import WordWrap
@@ -43,6 +45,11 @@ SUBJECT_WIDTH = 60
 MIN_SUBJECT_WIDTH = 12  # below this a subject says too little: it is left out
 ROUTINE_LAYERS = frozenset({"snip", "micro"})
 LAYER_ORDER = ("persist", "snip", "micro", "summary", "reactive")
+EDIT_DIFF_ROWS = 6
+"""Rows of an edit's diff shown under its tool line (the approval showed it whole)."""
+SELF_EXPLAINED_ERRORS = frozenset({"interrupted", "permission_denied"})
+"""Tool errors with no reason line: the user caused the first, and the `⚖ deny` line
+above the tool line already gives the second's reason."""
 NOTICE_STYLES = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 
@@ -85,12 +92,14 @@ def shorten(text: str, width: int = SUBJECT_WIDTH) -> str:
 def tool_line(
     name: str, subject: str, result: ToolResult, seconds: float, width: int | None = None
 ) -> Text:
-    """`• read_file README.md  2.1 KB  0.01s` or `✗ bash make  Error [timeout]  sandboxed  120.0s`
-    (a command confined by the sandbox says so). With a `width`, the subject is shortened so
-    the line fits it instead of wrapping; too narrow for a useful part of it (40 columns),
-    the time goes first, then the subject."""
+    """`• read_file README.md  2.1 KB  0.01s`, `✗ bash make  exit 2  sandboxed  0.40s` or
+    `✗ bash make  Error [timeout]  sandboxed  120.0s` (a command confined by the sandbox
+    says so). With a `width`, the subject is shortened so the line fits it instead of
+    wrapping; too narrow for a useful part of it (40 columns), the time goes first, then
+    the subject."""
+    failed = _failed(result)
     line = Text()
-    line.append("✗ " if result.is_error else "• ", style="red" if result.is_error else "green")
+    line.append("✗ " if failed else "• ", style="red" if failed else "green")
     line.append(printable(name), style="bold")
     tail = _tool_outcome(result, seconds)
     least = MIN_SUBJECT_WIDTH + 1 if subject else 0
@@ -102,15 +111,68 @@ def tool_line(
     return line + tail
 
 
+def tool_details(result: ToolResult, width: int) -> list[Text]:
+    """What shows under a tool line: a tool error's reason on one line, and the last lines
+    of a command's output (at most five, dimmed), each cut to `width`."""
+    lines: list[Text] = []
+    reason = _error_reason(result)
+    if reason:
+        lines.append(Text(_cut(f"  {reason}", width), style="red"))
+    if result.change is not None and not result.is_error:
+        diff = diff_rows(result.change, max_rows=EDIT_DIFF_ROWS)
+        lines += [_cut_text(row, width) for row in diff.split("\n")]
+    if result.command is not None:
+        lines += [
+            Text(_cut(f"  {line.expandtabs(4)}", width), style="dim")
+            for line in result.command.output_tail
+        ]
+    return lines
+
+
+def _failed(result: ToolResult) -> bool:
+    return result.is_error or (result.command is not None and result.command.failed)
+
+
+def _error_reason(result: ToolResult) -> str:
+    """The first line of the reason a tool error gave the model (`Error [code]: reason`)."""
+    if not result.is_error or result.error_code in SELF_EXPLAINED_ERRORS:
+        return ""
+    _, _, reason = result.content.partition(f"Error [{result.error_code}]: ")
+    return " ".join((reason or result.content).splitlines()[:1])
+
+
+def _cut_text(row: Text, width: int) -> Text:
+    """`row` indented by two and cut to `width` (it is `printable` already)."""
+    shown = Text("  ") + row
+    if len(shown) > width:
+        shown.truncate(max(width - 1, 0))
+        shown.append("…")
+    return shown
+
+
+def _cut(text: str, width: int) -> str:
+    line = printable(text)
+    return line if len(line) <= width else line[: max(width - 1, 0)] + "…"
+
+
+def _ending(command: CommandOutcome) -> str:
+    """How a failed command ended: `denied by the sandbox`, `signal 9 (SIGKILL)`, `exit 3`."""
+    if command.sandbox_denied:
+        return "denied by the sandbox"
+    if command.signal is not None:
+        return f"signal {signal_name(command.signal)}"
+    return f"exit {command.exit_code}"
+
+
 def _tool_outcome(result: ToolResult, seconds: float | None) -> Text:
     """What a finished call produced: its size or error, redactions, and its time."""
     tail = Text()
-    outcome = (
-        f"Error [{result.error_code}]"
-        if result.is_error
-        else format_bytes(len(result.content.encode()))
-    )
-    tail.append(f"  {outcome}", style="red" if result.is_error else "dim")
+    if result.is_error:
+        tail.append(f"  Error [{result.error_code}]", style="red")
+    elif result.command is not None and result.command.failed:
+        tail.append(f"  {_ending(result.command)}", style="red")
+    else:
+        tail.append(f"  {format_bytes(len(result.content.encode()))}", style="dim")
     if result.redactions:
         secrets = "secret" if result.redactions == 1 else "secrets"
         tail.append(f"  {result.redactions} {secrets} redacted", style="yellow")
@@ -184,17 +246,7 @@ class TerminalRenderer:
             self._running = f"{printable(event.call.name)} {shorten(event.subject)}"
             self._wait(self._running)
         elif isinstance(event, ToolFinished):
-            self._running = None
-            self._activity(
-                tool_line(
-                    event.call.name,
-                    self._subject(event),
-                    event.result,
-                    event.seconds,
-                    width=self.err.width - len("  │ ") * depth,
-                ),
-                depth,
-            )
+            self._tool_finished(event, depth)
         elif isinstance(event, CompactionApplied):
             self._compaction(event, depth)
         elif isinstance(event, Notice):
@@ -208,8 +260,17 @@ class TerminalRenderer:
         self._stop_waiting()
         self._end_stream()
         if self._run_compaction and totals:
-            self._activity(compaction_totals_line(self._run_compaction), 0)
+            totals_line = compaction_totals_line(self._run_compaction, verbose=self.verbose)
+            self._activity(totals_line, 0)
         self._run_compaction = {}
+
+    def _tool_finished(self, event: ToolFinished, depth: int) -> None:
+        self._running = None
+        width = self.err.width - len("  │ ") * depth
+        name, result = event.call.name, event.result
+        self._activity(tool_line(name, self._subject(event), result, event.seconds, width), depth)
+        for line in tool_details(result, width):
+            self._activity(line, depth)
 
     def _compaction(self, event: CompactionApplied, depth: int) -> None:
         """snip and micro act on most tool rounds of a long session: each shows its first
@@ -308,12 +369,14 @@ def error_line(message: str, label: str = "error") -> Text:
     return Text.assemble((f"{label}: ", "bold red"), printable(message))
 
 
-def compaction_totals_line(totals: dict[str, list[int]]) -> Text:
-    """`⚙ compaction this run: snip 10×, micro 46×; 96.4 KB saved (-v shows every step)`."""
+def compaction_totals_line(totals: dict[str, list[int]], *, verbose: bool = False) -> Text:
+    """`⚙ compaction this run: snip 10×, micro 46×; 96.4 KB saved (-v shows every step)`;
+    with -v on, every step was shown already, and the hint is left out."""
     steps = ", ".join(f"{layer} {totals[layer][0]}×" for layer in in_layer_order(totals))
     saved = format_bytes(sum(saved for _, saved in totals.values()))
     line = Text(f"⚙ compaction this run: {steps}; {saved} saved", style="magenta")
-    line.append(" (-v shows every step)", style="dim")
+    if not verbose:
+        line.append(" (-v shows every step)", style="dim")
     return line
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.filters import has_completions
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.input import Input
@@ -26,20 +27,32 @@ from rich.text import Text
 
 from agent_tutorial.bootstrap import Agent
 from agent_tutorial.commands.process import termination_exit_code
-from agent_tutorial.config import STATE_DIR
 from agent_tutorial.conversation import Conversation
 from agent_tutorial.core.errors import EXIT_INTERRUPTED, EXIT_OK, AgentTutorialError
 from agent_tutorial.core.loop import TurnInterrupted
 from agent_tutorial.core.messages import ChatMessage
 from agent_tutorial.core.text import printable
-from agent_tutorial.features.artifact_catalog import list_artifacts
+from agent_tutorial.features.artifact_catalog import (
+    ArtifactLookupError,
+    find_artifact,
+    list_artifacts,
+)
 from agent_tutorial.features.checkpoints import checkpoint_store_bytes
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.compaction.budget import WindowSize
 from agent_tutorial.features.project_instructions import ProjectInstructions
 from agent_tutorial.features.sessions import SessionError, find_session, list_sessions
+from agent_tutorial.features.state_folder import ensure_state_folder
 from agent_tutorial.features.todos import render_plan
 from agent_tutorial.layout import KeepUnits, Trimmed
+from agent_tutorial.modes import (
+    MODE_STYLES,
+    next_permission_mode,
+    permission_policy,
+    permissions_table,
+    sandbox_row,
+    sandbox_text,
+)
 from agent_tutorial.pastes import CollapsedPastes, SentPromptHistory, paste_bindings
 from agent_tutorial.recap import recap
 from agent_tutorial.render import (
@@ -48,9 +61,11 @@ from agent_tutorial.render import (
     error_line,
     format_bytes,
     in_layer_order,
+    messages_table,
     rendering,
     session_table,
     shorten,
+    transcript_records,
 )
 from agent_tutorial.rewinding import Rewinder
 from agent_tutorial.run_summary import RunSummary, format_count
@@ -71,10 +86,11 @@ class SlashCommand:
 SLASH_COMMANDS = (
     SlashCommand("/help", "/help", "this list"),
     SlashCommand("/context", "/context", "sizes: history, request, compaction so far, usage"),
+    SlashCommand("/permissions", "/permissions", "the mode and the rules (Shift-Tab: mode)"),
     SlashCommand("/compact", "/compact [focus]", "summarise the conversation now (chapter 8)"),
     SlashCommand("/todos", "/todos", "the current plan (chapter 5+)"),
-    SlashCommand("/artifacts", "/artifacts", "persisted tool results and transcripts"),
-    SlashCommand("/clear", "/clear", "start a new session"),
+    SlashCommand("/artifacts", "/artifacts [ID]", "persisted tool results and transcripts"),
+    SlashCommand("/clear", "/clear", "start a new session (also /new)"),
     SlashCommand("/sessions", "/sessions", "saved sessions in this project"),
     SlashCommand("/resume", "/resume [ID]", "continue a saved session (no id: pick one)"),
     SlashCommand("/undo", "/undo", "take back the last prompt: its files and messages"),
@@ -102,6 +118,12 @@ def key_bindings() -> KeyBindings:
     def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
+    # Esc (to dismiss a menu, say) then `/` for a command reads as Meta-/, "complete",
+    # which swallowed the slash and sent the command's words to the model.
+    @bindings.add("escape", "/")
+    def _slash_after_escape(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("/")
+
     return bindings
 
 
@@ -117,8 +139,16 @@ def fit_toolbar(parts: Sequence[ToolbarPart], columns: int) -> FormattedText:
     """` ch8 · gpt-4.1-mini · 1a2b3c4d · 12.3 KB ≈3,150 tok · 25% of summary` in at most
     `columns - 1` cells (the last cell of a line makes some terminals scroll)."""
     shown = list(parts)
+    dropped = []
     while len(shown) > 1 and _toolbar_width(shown) > columns - 1:
-        shown.remove(min(shown, key=lambda part: part.keep))
+        dropped.append(min(shown, key=lambda part: part.keep))
+        shown.remove(dropped[-1])
+    # A part dropped early may fit in the room a longer one left (the model's name gone,
+    # the compaction counts fit): give those back, the most wanted first, in their place.
+    for part in sorted(dropped, key=lambda part: -part.keep):
+        candidate = [kept for kept in parts if kept in shown or kept is part]
+        if _toolbar_width(candidate) <= columns - 1:
+            shown = candidate
     fragments: list[tuple[str, str]] = []
     for part in shown:
         fragments.append(("", " · " if fragments else " "))
@@ -176,7 +206,9 @@ class Repl:
             history=SentPromptHistory(
                 _history(conversation.setup.project.root), self._pastes.expand
             ),
-            key_bindings=merge_key_bindings([key_bindings(), paste_bindings(self._pastes)]),
+            key_bindings=merge_key_bindings(
+                [key_bindings(), paste_bindings(self._pastes), self._mode_bindings()]
+            ),
             completer=SlashCompleter(),
             complete_while_typing=True,
             bottom_toolbar=self.toolbar,
@@ -200,10 +232,12 @@ class Repl:
         self._commands: dict[str, Callable[[str], bool]] = {
             "/help": self._help,
             "/context": self._context,
+            "/permissions": self._permissions,
             "/compact": self._compact,
             "/todos": self._todos,
             "/artifacts": self._artifacts,
             "/clear": self._clear,
+            "/new": self._clear,
             "/sessions": self._sessions,
             "/resume": self._resume,
             "/undo": self._undo,
@@ -211,6 +245,27 @@ class Repl:
             "/exit": lambda _argument: False,
             "/quit": lambda _argument: False,
         }
+
+    def _mode_bindings(self) -> KeyBindings:
+        bindings = KeyBindings()
+
+        @bindings.add("s-tab", filter=~has_completions)  # in a menu it steps back
+        def _cycle_mode(event: KeyPressEvent) -> None:
+            self.cycle_permission_mode()
+            event.app.invalidate()  # the toolbar shows the new mode at once
+
+        return bindings
+
+    def cycle_permission_mode(self) -> None:
+        """`ask → accept-edits → auto → ask`, from the next tool call on; kept for the
+        agents `/clear` and `/resume` build. Before chapter 3 no policy asks anything."""
+        policy = permission_policy(self.conversation.agent.runner)
+        if policy is None:
+            return
+        policy.mode = next_permission_mode(policy.mode)
+        setup = self.conversation.setup
+        settings = setup.settings.model_copy(update={"permission_mode": policy.mode})
+        self.conversation.setup = replace(setup, deps=replace(setup.deps, settings=settings))
 
     def loop(self) -> int:
         """Read and handle prompts until /exit, Ctrl-D or Ctrl-C twice at an empty prompt,
@@ -301,6 +356,7 @@ class Repl:
         session_id = self.conversation.session_id if self.conversation.log else "unsaved"
         parts = [
             ToolbarPart(f"ch{agent.profile.chapter}", keep=9),
+            *self._mode_parts(),
             ToolbarPart(shorten(self.model_name, MODEL_NAME_WIDTH), keep=2),
             ToolbarPart(session_id, "bold", keep=3),
             ToolbarPart(
@@ -318,6 +374,14 @@ class Repl:
             if counts:
                 parts.append(ToolbarPart(counts, keep=1))
         return fit_toolbar(parts, self._terminal_columns())
+
+    def _mode_parts(self) -> list[ToolbarPart]:
+        """The permission mode (kept longest: it says what runs unasked) and the sandbox."""
+        sandbox = ToolbarPart(sandbox_text(self.conversation.setup.deps.sandbox), keep=4)
+        policy = permission_policy(self.conversation.agent.runner)
+        if policy is None:
+            return [sandbox]
+        return [ToolbarPart(policy.mode, MODE_STYLES[policy.mode], keep=10), sandbox]
 
     def _terminal_columns(self) -> int:
         return self.session.app.output.get_size().columns
@@ -364,6 +428,8 @@ class Repl:
         rows = [
             ("workspace", printable(str(agent.workspace))),
             ("project root", printable(_project_root_text(agent))),
+            ("permission mode", self._mode_text()),
+            ("sandbox", sandbox_row(self.conversation.setup.deps.sandbox)),
             (
                 "canonical history",
                 f"{len(history)} messages, {format_bytes(self._history_size.of(history))}",
@@ -396,6 +462,20 @@ class Repl:
             )
         )
         return _label_table("context", rows, self.out.width)
+
+    def _mode_text(self) -> str:
+        policy = permission_policy(self.conversation.agent.runner)
+        if policy is None:
+            return "none before chapter 3: every tool call runs"
+        return f"{policy.mode} (Shift-Tab changes it)"
+
+    def _permissions(self, _argument: str) -> bool:
+        policy = permission_policy(self.conversation.agent.runner)
+        if policy is None:
+            self.err.print("permissions arrive in chapter 3", style="yellow")
+            return True
+        self.out.print(Trimmed(permissions_table(policy, self.out.width)))
+        return True
 
     def _compaction_rows(self) -> list[tuple[str, str]]:
         """A heading, then one row per layer that has acted in this session, in the order
@@ -436,10 +516,27 @@ class Repl:
             self.out.print(Text(plan))  # "[x]": not markup
         return True
 
-    def _artifacts(self, _argument: str) -> bool:
+    def _artifacts(self, argument: str) -> bool:
+        if argument:
+            self._artifact(argument)
+            return True
         found = list_artifacts(self.conversation.setup.project.root)
         self.out.print(artifact_table(found) if found else "no artifacts yet")
         return True
+
+    def _artifact(self, reference: str) -> None:
+        """One artifact in full, as `artifacts show` prints it."""
+        try:
+            info = find_artifact(self.conversation.setup.project.root, reference)
+            data = info.path.read_bytes()
+        except (ArtifactLookupError, OSError) as error:
+            self.err.print(error_line(str(error), "cannot show"))
+            return
+        if info.kind == "transcript":
+            self.out.print(messages_table(transcript_records(data), title=info.relative_path))
+        else:
+            text = printable(data.decode("utf-8", "surrogateescape"))
+            self.out.print(Text(text), highlight=False, soft_wrap=True)
 
     def _clear(self, _argument: str) -> bool:
         self.conversation.start_new()
@@ -583,9 +680,8 @@ def _window_text(window: WindowSize | None) -> str:
 def _history(root: Path) -> History:
     """Prompt history in the project's `.agent_tutorial/history`, kept in memory if that is
     not a plain file in a real directory (never written through a symlink)."""
-    state_dir = root / STATE_DIR
     try:
-        state_dir.mkdir(exist_ok=True)
+        state_dir = ensure_state_folder(root)
     except OSError:
         return InMemoryHistory()
     path = state_dir / "history"

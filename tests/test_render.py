@@ -174,6 +174,12 @@ def test_verbose_shows_every_snip_and_micro_step() -> None:
     assert shown[:3] == [f"⚙ micro: {n} results cleared" for n in (1, 2, 3)]
 
 
+def test_verbose_totals_do_not_say_what_verbose_would_show() -> None:
+    shown = compaction_run(*MICRO_STEPS, verbose=True)
+
+    assert shown[-1] == "⚙ compaction this run: micro 3×; 300 B saved"
+
+
 def test_steps_that_change_what_the_model_sees_always_show() -> None:
     persist = CompactionApplied("persist", "persisted 1 result, 40,000 B → a.txt", 1, 38_000)
     summary = CompactionApplied("summary", "summary: 60,000 B → 1,500 B", 1, 58_500)

@@ -17,7 +17,7 @@ from agent_tutorial.adapters.sandbox import sandbox_available
 from agent_tutorial.adapters.shell import run_command
 from agent_tutorial.core.messages import tool_call
 from agent_tutorial.core.sandbox import SandboxPolicy
-from agent_tutorial.core.tools import ToolRegistry, ToolResult
+from agent_tutorial.core.tools import CommandOutcome, ToolRegistry, ToolResult
 from agent_tutorial.features.bash import BashSettings
 from agent_tutorial.features.builtin_tools import bash_tool
 from tests.conftest import processes_with_marker, sleeping, wait_until
@@ -185,7 +185,11 @@ def test_bash_tool_reports_output_exit_code_and_size(
     result = run_bash(workspace, shell_sandbox, command="echo hello; exit 2")
 
     sandboxed = shell_sandbox is not None
-    assert result == ToolResult("hello\n[exit code 2 · 6 bytes of output]", sandboxed=sandboxed)
+    assert result == ToolResult(
+        "hello\n[exit code 2 · 6 bytes of output]",
+        sandboxed=sandboxed,
+        command=CommandOutcome(2, output_tail=("hello",)),
+    )
 
 
 def test_bash_tool_says_when_there_was_no_output(

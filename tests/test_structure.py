@@ -234,6 +234,7 @@ TOP_LEVEL = {
         "model_client",
         "dotenv_file",
         "profiles",
+        "config_wording",
     ),
     FRONT_END: (
         "cli",
@@ -253,6 +254,9 @@ TOP_LEVEL = {
         "bench_report",
         "rewinding",
         "rewind_picker",
+        "diff_view",
+        "modes",
+        "terminal_keys",
     ),
     MODELS: ("testing", "demo"),
     FEATURES: ("features",),

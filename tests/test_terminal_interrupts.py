@@ -38,7 +38,7 @@ def test_ctrl_c_at_the_approval_prompt_cancels_the_repl_turn(
     terminal.wait_for_prompt()
     lines = terminal.lines()
     question = next(index for index, line in enumerate(lines) if line.startswith("Allow?"))
-    assert lines[question].endswith("(Enter = no): ^C cancelled")
+    assert lines[question].endswith("(Esc = no) cancelled")
     assert lines[question + 1].startswith("✗ bash touch ran.txt  Error [interrupted]  ")
     assert lines[question + 2] == "interrupted; the conversation goes on"
     assert len(loopback.requests) == 1  # the model was not told "declined" and asked again

@@ -321,20 +321,20 @@ def test_a_120_line_command_keeps_its_first_line_on_screen_with_the_question(
 ) -> None:
     loopback.queue(tool_stream([("c1", "bash", {"command": LONG_COMMAND})]), text_stream("not run"))
     terminal = make_terminal("run", "-c", "3", "-p", "go", columns=columns, lines=30)
-    terminal.wait_for_text("(Enter = no)")
+    terminal.wait_for_text("(Esc = no)")
 
     screen = "\n".join(terminal.screen.display)
     assert "echo step0 " in screen and "bash wants permission" in screen
     assert "(120 lines, " in " ".join(screen.replace("│", " ").split())
     assert "echo step119" not in terminal.text()
 
-    terminal.type("v\r")
-    terminal.wait_for(lambda: terminal.text().count("(Enter = no)") == 2, "the question again")
+    terminal.type("v")  # one key, no Enter
+    terminal.wait_for(lambda: terminal.text().count("(Esc = no)") == 2, "the question again")
     assert "echo step119 " in terminal.text()  # shown whole, above
     screen = "\n".join(terminal.screen.display)
-    assert "echo step0 " in screen and "(Enter = no)" in screen
+    assert "echo step0 " in screen and "(Esc = no)" in screen
 
-    terminal.type("n\r")
+    terminal.type("n")
     assert terminal.wait_for_exit() == 0
     (result,) = [m for m in conversation(loopback.requests[1]) if m["role"] == "tool"]
     assert "the user declined this bash call" in result["content"]

@@ -40,11 +40,27 @@ from agent_tutorial.core.paths import (
     write_refusal,
 )
 from agent_tutorial.core.plain_commands import why_not_plain
-from agent_tutorial.core.tools import Effect, ParsedCall, ToolDefinition, ToolResult, tool_error
+from agent_tutorial.core.tools import (
+    Effect,
+    FileChange,
+    ParsedCall,
+    ToolDefinition,
+    ToolResult,
+    tool_error,
+)
 
 Decision: TypeAlias = Literal["allow", "ask", "deny"]
 PermissionMode: TypeAlias = Literal["ask", "accept-edits", "auto"]
-ApprovalAnswer: TypeAlias = Literal["yes", "no", "always"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeclinedWithInstructions:
+    """The answer `t`, "no, and do this instead": the words go to the model with the denial."""
+
+    instead: str
+
+
+ApprovalAnswer: TypeAlias = Literal["yes", "no", "always"] | DeclinedWithInstructions
 DecisionSource: TypeAlias = Literal[
     "default", "rule", "boundary", "session", "hook", "user", "no-terminal"
 ]
@@ -128,6 +144,8 @@ class ApprovalRequest:
     reason: str
     sandbox: str | None = None
     """How the call will be confined (`workspace-write, network off`); None: unconfined."""
+    change: FileChange | None = None
+    """The file change the call would make, shown as a diff."""
 
 
 class Approver(Protocol):
@@ -317,6 +335,7 @@ class PermissionPolicy:
             arguments=parsed.arguments_dict(),
             reason=record.reason,
             sandbox=_sandbox_text(parsed.tool),
+            change=parsed.tool.preview(parsed.arguments) if parsed.tool.preview else None,
         )
         answer = self.approver.approve(request)
         if answer == "always":
@@ -324,6 +343,9 @@ class PermissionPolicy:
             return decision_for(parsed, "allow", "the user approved this for the session", "user")
         if answer == "yes":
             return decision_for(parsed, "allow", "the user approved this call", "user")
+        if isinstance(answer, DeclinedWithInstructions):
+            declined = f"the user declined this {parsed.tool.name} call and says instead"
+            return decision_for(parsed, "deny", f"{declined}: {answer.instead}", "user")
         return decision_for(
             parsed, "deny", f"the user declined this {parsed.tool.name} call", "user"
         )

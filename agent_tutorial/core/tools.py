@@ -45,10 +45,40 @@ class WholeOutput(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class FileChange:
+    """What a call would do to one file, for the approval prompt to show as a diff."""
+
+    path: str
+    before: str | None
+    """The file's text now; None for a file the call would create."""
+    after: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    """How a shell command ended, as data, so the front ends show it without reading it
+    back out of the text the model gets."""
+
+    exit_code: int | None
+    """The command's exit status; None when it timed out and was killed."""
+    signal: int | None = None
+    """The signal that killed it, if one did."""
+    sandbox_denied: bool = False
+    """It failed, and its output bears a sign of one of the sandbox's denials."""
+    output_tail: tuple[str, ...] = ()
+    """Its last lines of output (redacted, each shortened), for the activity line."""
+
+    @property
+    def failed(self) -> bool:
+        return self.exit_code != 0 or self.signal is not None
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool call produced. `redactions` counts the secrets masked in it;
     `whole_output`, when set, is the complete text that `content` shows only part of;
-    `sandboxed` says the call ran confined by the operating system's sandbox."""
+    `sandboxed` says the call ran confined by the operating system's sandbox; `command`,
+    how the shell command of a bash call ended; `change`, what an edit did to its file."""
 
     content: str
     is_error: bool = False
@@ -56,6 +86,8 @@ class ToolResult:
     redactions: int = 0
     whole_output: WholeOutput | None = None
     sandboxed: bool = False
+    command: CommandOutcome | None = None
+    change: FileChange | None = None
 
 
 # Both builders make the text `encodable`: a file name that is not UTF-8 reaches the model,
@@ -85,6 +117,9 @@ class ToolFailure(Exception):
 Handler: TypeAlias = Callable[[Any], ToolResult]
 
 
+Preview: TypeAlias = Callable[[Any], FileChange | None]
+
+
 @dataclass(frozen=True, slots=True)
 class ToolDefinition:
     """A tool: its name, what it is for, its pydantic input model and its handler.
@@ -102,6 +137,12 @@ class ToolDefinition:
     effect: Effect = "read"
     subject_field: str | None = None
     sandbox: SandboxPolicy | None = None
+    unconfined: Handler | None = None
+    """The same tool outside the sandbox, for a denied command the user lets run outside
+    it once (bash in a sandbox); None for a tool the sandbox does not confine."""
+    preview: Preview | None = None
+    """The change a call would make to a file (write_file, edit_file), read without making
+    it; None when it cannot tell (the call will then fail and say why)."""
 
     def spec(self) -> ToolSpec:
         schema = self.input_model.model_json_schema()

@@ -22,12 +22,24 @@ from agent_tutorial.adapters.shell import (
     run_command,
 )
 from agent_tutorial.core.sandbox import SandboxPolicy
-from agent_tutorial.core.tools import ToolDefinition, ToolResult, tool_error, tool_success
+from agent_tutorial.core.tools import (
+    CommandOutcome,
+    ToolDefinition,
+    ToolResult,
+    tool_error,
+    tool_success,
+)
 from agent_tutorial.features.redaction import Redactor
 from agent_tutorial.features.shell_environment import shell_environment
 
 BASH_OUTPUT_CAP_BYTES = 30_000
 """Output kept in memory for one command: the first and the last 15,000 bytes."""
+TAIL_LINES = 5
+"""Lines of a command's output shown under its activity line."""
+TAIL_LINE_CHARS = 500
+"""Each is kept to this many characters; the terminal cuts it again to its width."""
+TAIL_SCAN_CHARS = 8_000
+"""Only the output's end is searched for those lines (a long one-line output stays cheap)."""
 
 
 class BashInput(BaseModel):
@@ -79,6 +91,9 @@ def bash_tool(workspace: Path, settings: BashSettings | None = None) -> ToolDefi
         effect="execute",
         subject_field="command",
         sandbox=settings.confinement,
+        unconfined=None
+        if settings.confinement is None
+        else partial(_run_bash, workspace, replace(settings, sandbox=None), None),
     )
 
 
@@ -122,7 +137,8 @@ def _run_bash(
     )
     body = result.output or "(no output)"
     ending = ("" if body.endswith("\n") else "\n") + _status_line(result, sandbox)
-    ending += _denial_note(result, sandbox)
+    hint = _denial_hint(result, sandbox)
+    ending += "" if hint is None else f"\n[sandbox] {hint}"
     undone = watching.undo_change() if watching is not None else None
     ending += "" if undone is None else f"\n[sandbox] {undone}"
     content = preface + body + ending
@@ -133,38 +149,75 @@ def _run_bash(
         redactions=stream.count if stream else 0,
         whole_output=None if whole is None else _framed(outcome.content, body, whole, ending),
         sandboxed=sandbox is not None,
+        command=command_outcome(result, sandbox, denied=hint is not None),
     )
+
+
+def command_outcome(
+    result: CommandResult, sandbox: SandboxPolicy | None, *, denied: bool
+) -> CommandOutcome:
+    """How the command ended, in the shell's terms: a command killed by a signal exits
+    with 128 + the signal, confined or not."""
+    code = result.exit_code
+    killed_by = _killing_signal(code, sandbox)
+    if code is not None and code < 0:
+        code = 128 - code
+    return CommandOutcome(
+        exit_code=code,
+        signal=killed_by,
+        sandbox_denied=denied,
+        output_tail=output_tail(result.output),
+    )
+
+
+def _killing_signal(code: int | None, sandbox: SandboxPolicy | None) -> int | None:
+    if code is None:
+        return None
+    if code < 0:
+        return -code
+    # bubblewrap reports a command killed by a signal as 128 + the signal, as bash does
+    # for a killed child; a command could also exit with that code itself.
+    if sandbox is not None and 128 < code < 128 + signal.NSIG:
+        return code - 128
+    return None
+
+
+def output_tail(output: str) -> tuple[str, ...]:
+    """The last `TAIL_LINES` lines of `output` that hold something, each at most
+    `TAIL_LINE_CHARS` characters: what the activity line shows under a command."""
+    lines = [line.rstrip() for line in output[-TAIL_SCAN_CHARS:].splitlines()]
+    kept = [line[:TAIL_LINE_CHARS] for line in lines if line.strip()]
+    return tuple(kept[-TAIL_LINES:])
 
 
 def _status_line(result: CommandResult, sandbox: SandboxPolicy | None) -> str:
     code = result.exit_code
+    killed_by = _killing_signal(code, sandbox)
     if code is None:
         status = "timed out"
     elif code < 0:
         status = f"killed by signal {-code}"
-    elif sandbox is not None and 128 < code < 128 + signal.NSIG:
-        # bubblewrap reports a command killed by a signal as 128 + the signal, as bash does
-        # for a killed child; a command could also exit with that code itself.
-        status = f"exit code {code} = 128 + signal {_signal_name(code - 128)}"
+    elif killed_by is not None:
+        status = f"exit code {code} = 128 + signal {signal_name(killed_by)}"
     else:
         status = f"exit code {code}"
     return f"[{status} · {result.total_bytes} bytes of output]"
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
+    """`9 (SIGKILL)`; a real-time signal, which has no name of its own, as its number."""
     try:
         return f"{number} ({signal.Signals(number).name})"
     except ValueError:  # a real-time signal has no name of its own
         return str(number)
 
 
-def _denial_note(result: CommandResult, sandbox: SandboxPolicy | None) -> str:
+def _denial_hint(result: CommandResult, sandbox: SandboxPolicy | None) -> str | None:
     """For a command that failed in the sandbox with a sign of one of its denials: what the
     user could loosen, so the model can ask (and a PostToolUse hook can see it)."""
     if sandbox is None or result.exit_code == 0 or result.timed_out:
-        return ""
-    hint = sandbox_denial_hint(result.output, sandbox)
-    return "" if hint is None else f"\n[sandbox] {hint}"
+        return None
+    return sandbox_denial_hint(result.output, sandbox)
 
 
 def _framed(content: str, body: str, spool: OutputSpool, ending: str) -> FramedOutput:

@@ -13,10 +13,10 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial, wraps
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, ParamSpec
+from typing import Any, BinaryIO, ParamSpec
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,7 +34,13 @@ from agent_tutorial.adapters.filesystem import (
     replace_file,
 )
 from agent_tutorial.adapters.gitignore import search_walk
-from agent_tutorial.core.tools import ToolDefinition, ToolFailure, ToolResult, tool_success
+from agent_tutorial.core.tools import (
+    FileChange,
+    ToolDefinition,
+    ToolFailure,
+    ToolResult,
+    tool_success,
+)
 from agent_tutorial.features.bash import bash_tool as bash_tool  # the chapter-2 set, whole
 from agent_tutorial.features.line_search import InvalidPattern, LineSearch, SearchTimeout
 
@@ -156,6 +162,7 @@ def file_tools(
         handler=partial(_refuse_write, "write_file") if read_only else partial(_write_file, files),
         effect="write",
         subject_field="path",
+        preview=partial(_previewed, files, _written),
     )
     edit_file = ToolDefinition(
         name="edit_file",
@@ -168,6 +175,7 @@ def file_tools(
         handler=partial(_refuse_write, "edit_file") if read_only else partial(_edit_file, files),
         effect="write",
         subject_field="path",
+        preview=partial(_previewed, files, _edited),
     )
     return [read_file, write_file, edit_file]
 
@@ -408,10 +416,38 @@ def _edit_file(files: Workspace, arguments: EditFileInput) -> ToolResult:
         replaced = count if arguments.replace_all else 1
         replace_file(target, text.replace(old_text, new_text, replaced).encode("utf-8"))
     occurrences = "1 occurrence" if replaced == 1 else f"{replaced} occurrences"
-    return tool_success(
+    edited = tool_success(
         f"Edited {target.relative.as_posix()}: replaced {occurrences} "
         f"(first at line {first_line}).{_links(target)}"
     )
+    after = text.replace(old_text, new_text, replaced)
+    return replace(edited, change=FileChange(target.relative.as_posix(), text, after))
+
+
+def _previewed(
+    files: Workspace,
+    change: Callable[[str | None, Any], str],
+    arguments: WriteFileInput | EditFileInput,
+) -> FileChange | None:
+    """The change a write_file or edit_file call would make, read as the call would read
+    the file; None when the call would fail (it then says why itself)."""
+    try:
+        with files.target(arguments.path, for_writing=True) as target:
+            before = None if target.info is None else _text_of(open_for_reading(target), "")
+        return FileChange(target.relative.as_posix(), before, change(before, arguments))
+    except (ToolFailure, WorkspacePathError, OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _written(_before: str | None, arguments: WriteFileInput) -> str:
+    return arguments.content
+
+
+def _edited(before: str | None, arguments: EditFileInput) -> str:
+    found = 0 if before is None else before.count(arguments.old_text)
+    if before is None or found == 0 or (found > 1 and not arguments.replace_all):
+        raise ValueError("the edit would not apply")
+    return before.replace(arguments.old_text, arguments.new_text, found)
 
 
 def _check_writable(target: Target, given: str) -> None:

@@ -32,7 +32,9 @@ from agent_tutorial.core.messages import (
     tool_message,
     validate_tool_pairing,
 )
+from agent_tutorial.core.paths import STATE_DIR
 from agent_tutorial.core.text import encodable
+from agent_tutorial.features.state_folder import ensure_state_folder
 
 FORMAT_VERSION = 1
 INTERRUPTED_RESULT = "Error [interrupted]: the session ended before this tool call finished"
@@ -415,16 +417,20 @@ def _interrupted_results(history: Sequence[ChatMessage]) -> list[ToolMessage]:
 
 def ensure_sessions_directory(project_root: Path) -> Path:
     """`.agent_tutorial/sessions`, made if missing; symlinks and files on the way are refused."""
-    directory = project_root
-    for name in (".agent_tutorial", "sessions"):
-        directory = directory / name
-        try:
-            directory.mkdir(exist_ok=True)
-        except FileExistsError:
-            pass  # a symlink or a file: _is_real_directory says which
-        except OSError as error:
-            raise SessionPathError(f"cannot create {directory}: {os_reason(error)}") from error
-        _is_real_directory(directory)
+    state = project_root / STATE_DIR
+    try:
+        ensure_state_folder(project_root)
+    except OSError as error:
+        _is_real_directory(state)  # a symlink or a file: it says which
+        raise SessionPathError(f"cannot create {state}: {os_reason(error)}") from error
+    directory = state / "sessions"
+    try:
+        directory.mkdir(exist_ok=True)
+    except FileExistsError:
+        pass  # a symlink or a file: _is_real_directory says which
+    except OSError as error:
+        raise SessionPathError(f"cannot create {directory}: {os_reason(error)}") from error
+    _is_real_directory(directory)
     return directory
 
 

@@ -22,6 +22,7 @@ from agent_tutorial.features.compaction.errors import (
     ArtifactPathError,
     CompactionError,
 )
+from agent_tutorial.features.state_folder import open_state_folder
 
 STATE_DIRECTORY = ".agent_tutorial"
 ARTIFACTS_DIRECTORY = "artifacts"
@@ -124,20 +125,31 @@ class ArtifactStore:
                 os.unlink(temporary, dir_fd=directory)
 
     def _open_artifacts_directory(self) -> int:
-        try:
-            workspace = os.open(self.workspace, _DIRECTORY_FLAGS)
-        except OSError as error:
-            raise ArtifactPathError(
-                f"workspace {str(self.workspace)!r} is not a directory"
-            ) from error
-        try:
-            state = _open_real_subdirectory(workspace, STATE_DIRECTORY, STATE_DIRECTORY)
-        finally:
-            os.close(workspace)
+        state = _open_state_folder(self.workspace)
         try:
             return _open_real_subdirectory(state, ARTIFACTS_DIRECTORY, ARTIFACTS_RELATIVE_PATH)
         finally:
             os.close(state)
+
+
+def _open_state_folder(root: Path) -> int:
+    try:
+        return open_state_folder(root)
+    except (FileNotFoundError, NotADirectoryError) as error:
+        if root.is_dir():  # the state folder's name is a file
+            raise ArtifactPathError(
+                f"{STATE_DIRECTORY} must be a real directory inside the workspace "
+                "(not a symlink or a file)"
+            ) from error
+        raise ArtifactPathError(f"workspace {str(root)!r} is not a directory") from error
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise ArtifactPathError(
+                f"{STATE_DIRECTORY} must be a real directory inside the workspace "
+                "(not a symlink or a file)"
+            ) from error
+        shown = STATE_DIRECTORY
+        raise CompactionError(f"could not open {shown}: {error.strerror or error}") from error
 
 
 def _open_real_subdirectory(parent: int, name: str, shown_as: str) -> int:
