@@ -150,3 +150,21 @@ def test_a_stat_cache_older_than_a_prune_is_not_trusted(workspace: Path) -> None
     again = agent.snapshot(workspace)
 
     assert agent.read_object(again.manifest["a.txt"].digest) == b"x"
+
+
+def test_a_name_that_is_not_utf8_is_recorded_and_restored_by_its_bytes(workspace: Path) -> None:
+    # Linux names are bytes; Python hands this one over with a lone surrogate, which a JSON
+    # writer that insists on UTF-8 (orjson) refuses: the turn's first write ended in a
+    # traceback before this was kept.
+    name = os.fsdecode(b"caf\xe9.txt")
+    (workspace / name).write_text("before")
+    store = store_for(workspace)
+    first = store.snapshot(workspace)
+    store.snapshot(workspace)  # again, through the stat cache written the first time
+
+    (workspace / name).write_text("after")
+    store.restore(workspace, name, store.manifest(first.digest)[name])
+
+    assert sorted(store.manifest(first.digest)) == [name]
+    assert (workspace / name).read_text() == "before"
+    assert os.fsencode(name) in os.listdir(os.fsencode(workspace))

@@ -29,6 +29,7 @@ INT_BOUNDS = {
     "max_output_tokens": (1, 0, 10_000_000, 10_000_001),
     "output_disk_cap_bytes": (0, -1, 64 * GiB, 64 * GiB + 1),
     "max_tool_argument_bytes": (1024, 1023, 64 * MiB, 64 * MiB + 1),
+    "checkpoint_max_file_bytes": (0, -1, 64 * GiB, 64 * GiB + 1),
 }
 FLOAT_SETTINGS = ("request_timeout_s", "grep_time_budget_s")
 """Above 0 and at most 86,400 seconds (a day), finite."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -29,8 +30,6 @@ from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
-
-import orjson
 
 from agent_tutorial.adapters.gitignore import GitIgnore, workspace_ignore_rules
 from agent_tutorial.core.errors import AgentTutorialError
@@ -147,7 +146,7 @@ class CheckpointStore:
         folders: dict[str, list[list[object]]] = {folder: [] for folder in files}
         for folder in sorted(files, key=lambda name: name.count("/") + bool(name), reverse=True):
             tree = {"files": sorted(files[folder]), "folders": sorted(folders[folder])}
-            digest = self._put(orjson.dumps(tree))
+            digest = self._put(_json(tree))
             if folder:
                 parent, _, name = folder.rpartition("/")
                 folders[parent].append([name, digest])
@@ -164,12 +163,12 @@ class CheckpointStore:
             prefix, digest = pending.pop()
             trees.append(digest)
             try:
-                tree = orjson.loads(self.read_object(digest))
+                tree = json.loads(self.read_object(digest))
                 for name, kind, mode, file_digest in tree["files"]:
                     entry_kind: Kind = "link" if kind == "link" else "file"
                     entries[prefix + _part(name)] = Entry(entry_kind, int(mode), str(file_digest))
                 pending += [(f"{prefix}{_part(name)}/", str(sub)) for name, sub in tree["folders"]]
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError):
                 raise CheckpointStoreError(f"checkpoint tree {digest[:12]} is damaged") from None
         return entries, trees
 
@@ -276,7 +275,7 @@ class CheckpointStore:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                os.write(fd, orjson.dumps(record) + b"\n")
+                os.write(fd, _json(record) + b"\n")
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -291,8 +290,8 @@ class CheckpointStore:
             raise CheckpointStoreError(f"cannot read {path}: {error}") from None
         records: list[dict[str, object]] = []
         for line in data.splitlines():
-            with suppress(orjson.JSONDecodeError):  # a torn last line: the write never finished
-                record = orjson.loads(line)
+            with suppress(ValueError):  # a torn last line: the write never finished
+                record = json.loads(line)
                 if isinstance(record, dict):
                     records.append(record)
         return records
@@ -389,8 +388,8 @@ class CheckpointStore:
             self._cache, self._cache_generation = None, generation
         if self._cache is None:
             try:
-                loaded = orjson.loads((self.directory / "stat-cache.json").read_bytes())
-            except (OSError, orjson.JSONDecodeError):
+                loaded = json.loads((self.directory / "stat-cache.json").read_bytes())
+            except (OSError, ValueError):
                 loaded = {}
             self._cache = loaded if isinstance(loaded, dict) else {}
         return self._cache
@@ -407,7 +406,7 @@ class CheckpointStore:
             return
         self._cache = cache
         with suppress(OSError):  # a lost cache only costs reading the files again
-            _publish(self.directory / "stat-cache.json", orjson.dumps(cache), replace=True)
+            _publish(self.directory / "stat-cache.json", _json(cache), replace=True)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -673,6 +672,13 @@ def _publish(target: Path, data: bytes, *, replace: bool = False) -> None:
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _json(value: object) -> bytes:
+    """`value` as compact JSON that keeps every file name: a name that is not UTF-8 is a
+    string with lone surrogates (`os.fsdecode`), which orjson refuses and the standard
+    library writes as `\\udcxx` escapes and reads back the same."""
+    return json.dumps(value, separators=(",", ":")).encode("ascii")
 
 
 def _part(name: object) -> str:
