@@ -16,7 +16,7 @@ its end that a secret split across two pieces is still caught whole.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from agent_tutorial.core.tools import ToolResult
@@ -241,6 +241,39 @@ class Redactor:
         return f"[REDACTED:{kind}]"
 
 
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    released: str
+    """The text before the hold line, its secrets masked."""
+    held_from: int
+    """Where the text held for the next piece begins."""
+    masked: int
+
+
+def _masked_until(
+    redactor: Redactor,
+    buffer: str,
+    start: int,
+    hold_from: int,
+    may_grow: Callable[[re.Match[str], int], bool],
+) -> _Cut:
+    """`buffer[start:hold_from]` with its secrets masked. A match `may_grow` says may still
+    grow (given the hold line) moves the line back to where it starts; a match that crossed
+    the line is released whole."""
+    parts: list[str] = []
+    position, masked = start, 0
+    for match in redactor.matches(buffer, start):
+        if may_grow(match, hold_from):
+            hold_from = min(hold_from, match.start())
+            break
+        parts += [buffer[position : match.start()], redactor.replacement(match)]
+        position = match.end()
+        masked += 1
+    hold_from = max(hold_from, position)
+    parts.append(buffer[position:hold_from])
+    return _Cut("".join(parts), hold_from, masked)
+
+
 class RedactingStream:
     """Redacts text fed in pieces; `feed` returns what is final so far, `finish` the rest.
 
@@ -271,22 +304,16 @@ class RedactingStream:
         buffer = self._context + self._pending
         start = len(self._context)
         hold_from = len(buffer) if final else max(len(buffer) - self.overlap_chars, start)
-        parts: list[str] = []
-        position = start
-        for match in self._redactor.matches(buffer, start):
-            if not final and self._may_grow(match, hold_from, len(buffer)):
-                hold_from = min(hold_from, match.start())
-                break
-            parts += [buffer[position : match.start()], self._redactor.replacement(match)]
-            position = match.end()
-            self.count += 1
-        hold_from = max(hold_from, position)  # a match that crossed the line is out whole
-        parts.append(buffer[position:hold_from])
-        released = "".join(parts)
-        self._pending = buffer[hold_from:]
-        if released:
-            self._context = released[-1]
-        return released
+
+        def may_grow(match: re.Match[str], line: int) -> bool:
+            return not final and self._may_grow(match, line, len(buffer))
+
+        cut = _masked_until(self._redactor, buffer, start, hold_from, may_grow)
+        self.count += cut.masked
+        self._pending = buffer[cut.held_from :]
+        if cut.released:
+            self._context = cut.released[-1]
+        return cut.released
 
     @staticmethod
     def _may_grow(match: re.Match[str], hold_from: int, end: int) -> bool:
@@ -358,21 +385,14 @@ class AnswerMask:
         return self._release(buffer, len(buffer), final=True)
 
     def _release(self, buffer: str, hold_from: int, *, final: bool) -> str:
-        parts: list[str] = []
-        position = len(self._context)
-        for match in self._redactor.matches(buffer, position):
-            if not final and _may_grow(match, buffer, hold_from):
-                hold_from = min(hold_from, match.start())
-                break
-            parts += [buffer[position : match.start()], self._redactor.replacement(match)]
-            position = match.end()
-        hold_from = max(hold_from, position)
-        parts.append(buffer[position:hold_from])
-        released = "".join(parts)
-        self._pending = buffer[hold_from:]
-        if released:
-            self._context = released[-1]
-        return released
+        def may_grow(match: re.Match[str], line: int) -> bool:
+            return not final and _may_grow(match, buffer, line)
+
+        cut = _masked_until(self._redactor, buffer, len(self._context), hold_from, may_grow)
+        self._pending = buffer[cut.held_from :]
+        if cut.released:
+            self._context = cut.released[-1]
+        return cut.released
 
 
 def _may_grow(match: re.Match[str], text: str, hold_from: int) -> bool:
