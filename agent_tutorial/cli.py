@@ -91,8 +91,8 @@ ChapterOption = Annotated[
         "--chapter",
         "-c",
         min=1,
-        max=8,
-        help="Chapter profile 1–8 (default 8, or a resumed session's own chapter).",
+        max=9,
+        help="Chapter profile 1–9 (default 9, or a resumed session's own chapter).",
         show_default=False,
     ),
 ]

@@ -1,0 +1,58 @@
+"""A small MCP server over stdio, written with the SDK, for chapter 9's tests: tools that
+answer, fail, take long, send a large result, or end the server's process.
+
+Run as `python tests/mcp_fixtures/tiny_server.py`; a `crashed-once` file in the folder it
+starts in records that `crash` ran, so a restarted server can tell it is the second one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("tiny")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text given."""
+    return f"echo: {text}"
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Fail with the reason given."""
+    raise ValueError(reason)
+
+
+@server.tool()
+def big(size: int) -> str:
+    """Return `size` characters: BEGIN, then dots, then END."""
+    return "BEGIN" + "." * max(size - 8, 0) + "END"
+
+
+@server.tool()
+def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    time.sleep(seconds)
+    return "slept"
+
+
+@server.tool()
+def crash() -> str:
+    """End the server's process at once, without an answer."""
+    Path("crashed-once").write_text(str(os.getpid()))
+    os._exit(3)
+
+
+@server.tool()
+def pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+
+if __name__ == "__main__":
+    server.run()

@@ -1,0 +1,318 @@
+"""Chapter 9 end to end: real MCP servers (a small one written with the SDK, and the
+registry's `mcp-server-time`) started by `agent-tutorial run`, their tools offered to and
+called by the scripted model over the loopback server."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_tutorial.features.mcp_tools import tool_name
+from tests.conftest import MARKER_VARIABLE, RunCli, processes_with_marker, write_state
+from tests.contracts import tool_contents
+from tests.loopback import LoopbackServer, text_stream, tool_stream
+
+TINY_SERVER = Path(__file__).parent / "mcp_fixtures" / "tiny_server.py"
+
+
+def server_table(name: str, marker: str, *args: str, **options: object) -> str:
+    """A `[mcp_servers.NAME]` table running this interpreter on `args` (the tiny server by
+    default), its processes carrying `marker`."""
+    lines = [
+        f"[mcp_servers.{name}]",
+        f"command = {json.dumps(sys.executable)}",
+        f"args = {json.dumps(list(args) or [str(TINY_SERVER)])}",
+        f"env = {{ {MARKER_VARIABLE} = {json.dumps(marker)} }}",
+        *(f"{key} = {json.dumps(value)}" for key, value in options.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def user_config(workspace: Path, text: str) -> None:
+    """`text` as the user's config.toml (the workspace fixture's XDG_CONFIG_HOME)."""
+    path = workspace.parent / "home" / ".config" / "agent-tutorial" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def offered_tools(body: dict[str, object]) -> dict[str, dict[str, object]]:
+    tools = body.get("tools") or []
+    assert isinstance(tools, list)
+    return {tool["function"]["name"]: tool["function"] for tool in tools}
+
+
+def test_a_servers_tools_are_offered_and_called(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    user_config(workspace, server_table("tiny", marker))
+    loopback.queue(tool_stream([("c1", "mcp__tiny__echo", {"text": "hello"})]), text_stream("done"))
+
+    result = run_cli("run", "-y", "--prompt", "say hello")
+
+    assert result.exit_code == 0, result.stderr
+    offered = offered_tools(loopback.requests[0])
+    assert offered["mcp__tiny__echo"]["description"] == "Return the text given."
+    parameters = offered["mcp__tiny__echo"]["parameters"]
+    assert isinstance(parameters, dict) and "text" in parameters["properties"]
+    assert tool_contents(loopback.requests[1]) == {"c1": "echo: hello"}
+    assert processes_with_marker(marker) == []
+
+
+def test_the_registrys_time_server_answers(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    user_config(
+        workspace,
+        server_table("time", marker, "-m", "mcp_server_time", "--local-timezone", "UTC"),
+    )
+    call = ("c1", "mcp__time__get_current_time", {"timezone": "UTC"})
+    loopback.queue(tool_stream([call]), text_stream("done"))
+
+    result = run_cli("run", "-y", "--prompt", "what time is it?")
+
+    assert result.exit_code == 0, result.stderr
+    answer = json.loads(tool_contents(loopback.requests[1])["c1"])
+    assert answer["timezone"] == "UTC"
+    assert processes_with_marker(marker) == []
+
+
+def test_chapter_8_has_no_mcp_tools(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    user_config(workspace, server_table("tiny", marker))
+    loopback.queue(text_stream("done"))
+
+    result = run_cli("run", "--chapter", "8", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert not [name for name in offered_tools(loopback.requests[0]) if name.startswith("mcp__")]
+
+
+def test_an_untrusted_projects_server_is_not_started(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    started = workspace / "started"
+    script = f"open({str(started)!r}, 'w').close()"
+    write_state(workspace, "config.toml", server_table("evil", marker, "-c", script))
+    loopback.queue(text_stream("done"))
+
+    result = run_cli("run", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert not started.exists()
+    assert "mcp_servers" in result.stderr  # folder trust names what it ignored
+
+
+def test_a_trusted_projects_server_starts(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    write_state(workspace, "config.toml", server_table("tiny", marker))
+    loopback.queue(text_stream("done"))
+
+    result = run_cli("run", "--trust-project", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert "mcp__tiny__echo" in offered_tools(loopback.requests[0])
+
+
+def test_a_server_in_mcp_json_starts_in_a_trusted_folder(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    entry = {
+        "command": sys.executable,
+        "args": [str(TINY_SERVER)],
+        "env": {MARKER_VARIABLE: marker},
+    }
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"tiny": entry}}))
+    loopback.queue(text_stream("done"), text_stream("done"))
+
+    untrusted = run_cli("run", "--prompt", "hi")
+    trusted = run_cli("run", "--trust-project", "--prompt", "hi")
+
+    assert untrusted.exit_code == trusted.exit_code == 0, trusted.stderr
+    assert "mcp__tiny__echo" not in offered_tools(loopback.requests[0])
+    assert "mcp__tiny__echo" in offered_tools(loopback.requests[1])
+
+
+def test_an_invalid_entry_is_a_configuration_error_naming_file_and_key(
+    workspace: Path, run_cli: RunCli
+) -> None:
+    (workspace / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"x": {"command": "a", "bogus": 1}}})
+    )
+
+    result = run_cli("run", "--prompt", "hi")
+
+    assert result.exit_code == 2
+    assert f"{workspace / '.mcp.json'}: mcpServers.x.bogus" in result.stderr
+
+
+def test_a_user_entry_without_command_or_url_is_a_configuration_error(
+    workspace: Path, run_cli: RunCli
+) -> None:
+    user_config(workspace, "[mcp_servers.x]\nargs = ['a']\n")
+
+    result = run_cli("run", "--prompt", "hi")
+
+    assert result.exit_code == 2
+    assert "config.toml: mcp_servers.x: Value error, give either command" in result.stderr
+
+
+def test_the_sec_spellings_are_aliases(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    never = server_table(
+        "never", marker, "-c", "import time; time.sleep(60)", startup_timeout_sec=0.5
+    )
+    user_config(workspace, never)
+    loopback.queue(text_stream("done"))
+
+    result = run_cli("run", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert "MCP server 'never' did not start: did not start within 0.5 s" in result.stderr
+    assert processes_with_marker(marker) == []
+
+
+def test_a_server_that_fails_costs_one_warning_and_its_tools(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    broken = server_table("broken", marker, "-c", "raise SystemExit('no such thing')")
+    user_config(workspace, broken + server_table("tiny", marker))
+    loopback.queue(text_stream("done"))
+
+    result = run_cli("run", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "MCP server" in line]
+    assert len(warnings) == 1 and "'broken'" in warnings[0]
+    offered = offered_tools(loopback.requests[0])
+    assert "mcp__tiny__echo" in offered
+    assert not [name for name in offered if name.startswith("mcp__broken")]
+
+
+def test_a_call_is_asked_for_and_denied_without_a_terminal(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    user_config(workspace, server_table("tiny", marker))
+    loopback.queue(tool_stream([("c1", "mcp__tiny__echo", {"text": "x"})]), text_stream("ok"))
+
+    result = run_cli("run", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert "echo: x" not in tool_contents(loopback.requests[1])["c1"]
+
+
+def test_accept_edits_does_not_allow_a_call(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    user_config(workspace, server_table("tiny", marker))
+    loopback.queue(tool_stream([("c1", "mcp__tiny__echo", {"text": "x"})]), text_stream("ok"))
+
+    result = run_cli("run", "--permission-mode", "accept-edits", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert "echo: x" not in tool_contents(loopback.requests[1])["c1"]
+
+
+@pytest.mark.parametrize(
+    ("rule_tool", "allowed"),
+    [("mcp__tiny__*", True), ("mcp__tiny__echo", True), ("mcp__other__*", False)],
+)
+def test_an_allow_rule_with_a_glob_covers_a_servers_tools(
+    workspace: Path,
+    loopback: LoopbackServer,
+    run_cli: RunCli,
+    marker: str,
+    rule_tool: str,
+    allowed: bool,
+) -> None:
+    rule = f'[[permissions.rules]]\ntool = "{rule_tool}"\nbehavior = "allow"\n'
+    user_config(workspace, server_table("tiny", marker) + rule)
+    loopback.queue(tool_stream([("c1", "mcp__tiny__echo", {"text": "x"})]), text_stream("ok"))
+
+    result = run_cli("run", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert (tool_contents(loopback.requests[1])["c1"] == "echo: x") is allowed
+
+
+def test_a_tools_error_is_a_paired_tool_error(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    user_config(workspace, server_table("tiny", marker))
+    loopback.queue(
+        tool_stream([("c1", "mcp__tiny__fail", {"reason": "out of cheese"})]), text_stream("ok")
+    )
+
+    result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    content = tool_contents(loopback.requests[1])["c1"]
+    # The SDK's server tells the client only which tool failed, not the exception's text.
+    assert content.startswith("Error [mcp_tool_error]") and "fail" in content
+
+
+def test_a_call_that_runs_past_its_timeout_is_an_error_saying_so(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    user_config(workspace, server_table("tiny", marker, tool_timeout_s=0.5))
+    loopback.queue(tool_stream([("c1", "mcp__tiny__slow", {"seconds": 30})]), text_stream("ok"))
+
+    result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    content = tool_contents(loopback.requests[1])["c1"]
+    assert content.startswith("Error [mcp_call_failed]") and "timed out after 0.5 s" in content
+    assert processes_with_marker(marker) == []
+
+
+def test_a_crashed_server_is_an_error_then_restarted_once(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    user_config(workspace, server_table("tiny", marker))
+    loopback.queue(
+        tool_stream([("c1", "mcp__tiny__pid", {})]),
+        tool_stream([("c2", "mcp__tiny__crash", {})]),
+        tool_stream([("c3", "mcp__tiny__pid", {})]),
+        text_stream("ok"),
+    )
+
+    result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    contents = tool_contents(loopback.requests[3])
+    assert contents["c2"].startswith("Error [mcp_call_failed]")
+    assert contents["c3"].isdigit() and contents["c3"] != contents["c1"]
+    assert processes_with_marker(marker) == []
+
+
+def test_a_large_result_is_persisted_whole(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    user_config(workspace, server_table("tiny", marker))
+    loopback.queue(tool_stream([("c1", "mcp__tiny__big", {"size": 100_000})]), text_stream("ok"))
+
+    result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    content = tool_contents(loopback.requests[1])["c1"]
+    assert len(content) < 100_000
+    (artifact,) = (workspace / ".agent_tutorial" / "artifacts").glob("tool-result-*")
+    whole = artifact.read_text()
+    assert whole.startswith("BEGIN") and whole.endswith("END") and len(whole) == 100_000
+
+
+def test_names_that_do_not_fit_are_made_to_fit_the_same_way_each_time() -> None:
+    assert tool_name("time", "get_current_time") == "mcp__time__get_current_time"
+    odd = tool_name("my server", "a.b")
+    assert odd.startswith("mcp__my_server__a_b_") and odd == tool_name("my server", "a.b")
+    assert tool_name("my server", "a.b") != tool_name("my_server", "a_b")
+    long = tool_name("s" * 40, "t" * 40)
+    assert len(long) == 64 and long != tool_name("s" * 40, "t" * 41)
+    assert tool_name("s" * 28, "t" * 29) == f"mcp__{'s' * 28}__{'t' * 29}"  # 64: kept
+    one_past = tool_name("s" * 28, "t" * 30)
+    assert len(one_past) == 64 and one_past != f"mcp__{'s' * 28}__{'t' * 29}"
