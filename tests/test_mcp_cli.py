@@ -316,3 +316,70 @@ def test_names_that_do_not_fit_are_made_to_fit_the_same_way_each_time() -> None:
     assert tool_name("s" * 28, "t" * 29) == f"mcp__{'s' * 28}__{'t' * 29}"  # 64: kept
     one_past = tool_name("s" * 28, "t" * 30)
     assert len(one_past) == 64 and one_past != f"mcp__{'s' * 28}__{'t' * 29}"
+
+
+def test_stream_json_init_names_each_server_and_its_tools(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    broken = server_table("broken", marker, "-c", "raise SystemExit(1)")
+    off = server_table("off", marker, enabled=False)
+    user_config(workspace, server_table("tiny", marker) + broken + off)
+    loopback.queue(text_stream("done"))
+
+    result = run_cli("run", "--output-format", "stream-json", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    init = json.loads(result.stdout.splitlines()[0])
+    assert init["subtype"] == "init"
+    assert init["mcp_servers"] == [
+        {"name": "tiny", "status": "connected"},
+        {"name": "broken", "status": "failed"},
+    ]
+    assert "mcp__tiny__echo" in init["tools"]
+
+
+def test_mcp_list_shows_servers_tools_and_failures_without_model_settings(
+    workspace: Path, run_cli: RunCli, marker: str
+) -> None:
+    broken = server_table("broken", marker, "-c", "raise SystemExit('no such thing')")
+    user_config(workspace, server_table("tiny", marker) + broken)
+    no_model = {"OPENAI_BASE_URL": None, "OPENAI_API_KEY": None, "AGENT_TUTORIAL_MODEL": None}
+
+    text = run_cli("mcp", "list", env=no_model)
+    as_json = run_cli("mcp", "list", "--json", env=no_model)
+
+    assert text.exit_code == as_json.exit_code == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0] == "tiny: connected, 6 tool(s)"
+    assert "  mcp__tiny__echo  (echo)" in lines
+    assert any(line.startswith("broken: failed:") for line in lines)
+    servers = json.loads(as_json.stdout)["mcp_servers"]
+    assert [(s["name"], s["status"]) for s in servers] == [
+        ("tiny", "connected"),
+        ("broken", "failed"),
+    ]
+    assert {"name": "echo", "model_name": "mcp__tiny__echo"}.items() <= servers[0]["tools"][
+        0
+    ].items()
+    assert processes_with_marker(marker) == []
+
+
+def test_mcp_list_leaves_an_untrusted_projects_servers_alone(
+    workspace: Path, run_cli: RunCli, marker: str
+) -> None:
+    started = workspace / "started"
+    script = f"open({str(started)!r}, 'w').close()"
+    write_state(workspace, "config.toml", server_table("evil", marker, "-c", script))
+
+    result = run_cli("mcp", "list")
+
+    assert result.exit_code == 0
+    assert not started.exists()
+    assert "not trusted, ignored: mcp_servers" in result.stderr
+
+
+def test_mcp_list_says_when_no_server_is_configured(run_cli: RunCli) -> None:
+    result = run_cli("mcp", "list")
+
+    assert result.exit_code == 0
+    assert result.stdout.startswith("no MCP servers configured")

@@ -20,7 +20,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO, cast
+from typing import Any, TextIO, cast
 
 import anyio
 import httpx2
@@ -29,9 +29,14 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, CallToolResult, TextContent
 from pydantic import ValidationError
 
-from agent_tutorial.core.mcp_servers import McpServerConfig
+from agent_tutorial.core.mcp_servers import (
+    McpCallError,
+    McpCallResult,
+    McpServerConfig,
+    McpTool,
+    ServerStatus,
+)
 
-ServerState = Literal["connected", "failed", "disabled"]
 _ERROR_TAIL_BYTES = 400
 _CLOSE_WAIT_S = 5.0
 
@@ -47,38 +52,6 @@ _SERVER_FAILURES = (
     httpx2.HTTPError,
     ExceptionGroup,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class McpTool:
-    """One tool a server lists: its name, description and JSON schema as the server gave."""
-
-    name: str
-    description: str
-    input_schema: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ServerStatus:
-    """A configured server as the session found it."""
-
-    name: str
-    state: ServerState
-    tools: tuple[McpTool, ...] = ()
-    error: str | None = None
-    tool_timeout_s: float = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class McpCallResult:
-    """What a call returned: the text of its content and whether the server said error."""
-
-    text: str
-    is_error: bool
-
-
-class McpCallError(Exception):
-    """A call that did not return: it timed out, or the server is gone."""
 
 
 def _error_file() -> TextIO:

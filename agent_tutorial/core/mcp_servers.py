@@ -3,7 +3,9 @@ entry of `.mcp.json`): a value the configuration validates once and the client r
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
@@ -69,3 +71,38 @@ class McpServerConfig(BaseModel):
     def sandboxed(self) -> bool:
         """Whether a stdio server runs under the session's sandbox."""
         return self.sandbox == "on" and not self.network
+
+
+ServerState = Literal["connected", "failed", "disabled"]
+
+
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    """One tool a server lists: its name, description and JSON schema as the server gave."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """A configured server as the session found it."""
+
+    name: str
+    state: ServerState
+    tools: tuple[McpTool, ...] = ()
+    error: str | None = None
+    tool_timeout_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class McpCallResult:
+    """What a call returned: the text of its content and whether the server said error."""
+
+    text: str
+    is_error: bool
+
+
+class McpCallError(Exception):
+    """A call that did not return: it timed out, or the server is gone."""

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_tutorial.adapters.mcp_client import McpCallError, McpCallResult, McpTool, ServerStatus
+from agent_tutorial.core.mcp_servers import McpCallError, McpCallResult, McpTool, ServerStatus
 from agent_tutorial.core.text import encodable
 from agent_tutorial.core.tools import ToolDefinition, ToolResult, tool_error
 
