@@ -63,7 +63,7 @@ def open_session(
         front_end.warn(sandbox.notice)
     redactor = secret_redactor(settings, project.root, read.files.dotenv_lines)
     connection = connect_model(settings, project, profile, opened, redactor=redactor)
-    mcp = start_mcp_servers(settings, project, profile, opened, front_end.warn)
+    mcp = start_mcp_servers(settings, project, profile, opened, front_end.warn, sandbox.policy)
     deps = AgentDeps(
         model=connection.model,
         project=project,

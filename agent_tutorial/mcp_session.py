@@ -12,6 +12,7 @@ import orjson
 
 from agent_tutorial.config import Settings
 from agent_tutorial.core.mcp_servers import ServerStatus
+from agent_tutorial.core.sandbox import SandboxPolicy
 from agent_tutorial.core.tools import ToolDefinition
 from agent_tutorial.features.mcp_tools import mcp_tools, tool_name
 from agent_tutorial.profiles import Capability, ChapterProfile
@@ -40,13 +41,16 @@ def start_mcp_servers(
     profile: ChapterProfile,
     opened: ExitStack,
     warn: Callable[[str], None],
+    sandbox: SandboxPolicy | None = None,
 ) -> McpSession:
-    """The servers of `settings` (a chapter with MCP only), stopped with `opened`."""
+    """The servers of `settings` (a chapter with MCP only), stopped with `opened`; stdio
+    servers run in `sandbox` (the session's, as bash's commands) unless their entry opts
+    out."""
     if Capability.MCP not in profile or not settings.mcp_servers:
         return McpSession()
     from agent_tutorial.adapters.mcp_client import McpServers  # the SDK: ~1 s to import
 
-    servers = McpServers.start(settings.mcp_servers, project.workspace)
+    servers = McpServers.start(settings.mcp_servers, project.workspace, sandbox)
     opened.callback(servers.close)
     for status in servers.statuses:
         if status.state == "failed":

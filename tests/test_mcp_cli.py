@@ -275,18 +275,22 @@ def test_a_crashed_server_is_an_error_then_restarted_once(
 ) -> None:
     user_config(workspace, server_table("tiny", marker))
     loopback.queue(
-        tool_stream([("c1", "mcp__tiny__pid", {})]),
-        tool_stream([("c2", "mcp__tiny__crash", {})]),
-        tool_stream([("c3", "mcp__tiny__pid", {})]),
+        tool_stream([("c1", "mcp__tiny__crash", {})]),
+        tool_stream([("c2", "mcp__tiny__echo", {"text": "again"})]),
+        tool_stream([("c3", "mcp__tiny__crash", {})]),
+        tool_stream([("c4", "mcp__tiny__echo", {"text": "once more"})]),
         text_stream("ok"),
     )
 
     result = run_cli("run", "-y", "--prompt", "hi")
 
     assert result.exit_code == 0, result.stderr
-    contents = tool_contents(loopback.requests[3])
-    assert contents["c2"].startswith("Error [mcp_call_failed]")
-    assert contents["c3"].isdigit() and contents["c3"] != contents["c1"]
+    answers = [tool_contents(loopback.requests[turn])[f"c{turn}"] for turn in range(1, 5)]
+    assert answers[0].startswith("Error [mcp_call_failed]")
+    assert answers[1] == "echo: again"  # restarted
+    assert answers[2].startswith("Error [mcp_call_failed]")
+    assert answers[3].startswith("Error [mcp_call_failed]")  # once only
+    assert "is not running" in answers[3]
     assert processes_with_marker(marker) == []
 
 
@@ -350,7 +354,7 @@ def test_mcp_list_shows_servers_tools_and_failures_without_model_settings(
 
     assert text.exit_code == as_json.exit_code == 0, text.stderr
     lines = text.stdout.splitlines()
-    assert lines[0] == "tiny: connected, 6 tool(s)"
+    assert lines[0] == "tiny: connected, 7 tool(s)"
     assert "  mcp__tiny__echo  (echo)" in lines
     assert any(line.startswith("broken: failed:") for line in lines)
     servers = json.loads(as_json.stdout)["mcp_servers"]
@@ -383,3 +387,36 @@ def test_mcp_list_says_when_no_server_is_configured(run_cli: RunCli) -> None:
 
     assert result.exit_code == 0
     assert result.stdout.startswith("no MCP servers configured")
+
+
+@pytest.mark.parametrize(
+    ("options", "written"),
+    [({}, False), ({"sandbox": "off"}, True), ({"network": True}, True)],
+)
+def test_a_stdio_server_runs_in_the_sessions_sandbox_unless_its_entry_says_not(
+    workspace: Path,
+    loopback: LoopbackServer,
+    run_cli: RunCli,
+    marker: str,
+    options: dict[str, object],
+    written: bool,
+) -> None:
+    inside, outside = workspace / "inside.txt", workspace.parent / "outside.txt"
+    user_config(workspace, server_table("tiny", marker, **options))
+    loopback.queue(
+        tool_stream(
+            [
+                ("c1", "mcp__tiny__write", {"path": str(inside), "text": "in"}),
+                ("c2", "mcp__tiny__write", {"path": str(outside), "text": "out"}),
+            ]
+        ),
+        text_stream("ok"),
+    )
+
+    result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert inside.read_text() == "in"
+    # In the sandbox /tmp is the session's own: the write lands there, not on the host.
+    assert outside.exists() is written
+    assert processes_with_marker(marker) == []

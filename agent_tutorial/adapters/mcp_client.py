@@ -29,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, CallToolResult, TextContent
 from pydantic import ValidationError
 
+from agent_tutorial.adapters.sandbox_launch import launch_argv
 from agent_tutorial.core.mcp_servers import (
     McpCallError,
     McpCallResult,
@@ -36,6 +37,7 @@ from agent_tutorial.core.mcp_servers import (
     McpTool,
     ServerStatus,
 )
+from agent_tutorial.core.sandbox import SandboxPolicy
 
 _ERROR_TAIL_BYTES = 400
 _CLOSE_WAIT_S = 5.0
@@ -65,6 +67,8 @@ class _Connection:
 
     config: McpServerConfig
     workspace: Path
+    sandbox: SandboxPolicy | None
+    """The sandbox a stdio server runs in; None: unconfined."""
     session: ClientSession | None = None
     task: Future[None] | None = None
     running: asyncio.Task[None] | None = None
@@ -94,16 +98,22 @@ class McpServers:
         self.statuses: tuple[ServerStatus, ...] = ()
 
     @classmethod
-    def start(cls, servers: Mapping[str, McpServerConfig], workspace: Path) -> McpServers:
+    def start(
+        cls,
+        servers: Mapping[str, McpServerConfig],
+        workspace: Path,
+        sandbox: SandboxPolicy | None = None,
+    ) -> McpServers:
         """Every enabled server started at once, each within its start-up timeout; a server
-        that does not start is `failed`, with why, and the others go on."""
+        that does not start is `failed`, with why, and the others go on. A stdio server runs
+        confined by `sandbox` unless its entry says `sandbox = "off"` or `network = true`."""
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=_run_until_stopped, args=(loop,), name="mcp-client")
         thread.daemon = True  # an interrupted session must still be able to exit
         thread.start()
         client = cls(loop, thread)
         pending = {
-            name: client._open(name, config, workspace)
+            name: client._open(name, config, workspace, sandbox)
             for name, config in servers.items()
             if config.enabled
         }
@@ -113,9 +123,12 @@ class McpServers:
         return client
 
     def _open(
-        self, name: str, config: McpServerConfig, workspace: Path
+        self, name: str, config: McpServerConfig, workspace: Path, sandbox: SandboxPolicy | None
     ) -> Future[tuple[McpTool, ...]]:
-        connection = _Connection(config, workspace)
+        confined = (
+            sandbox if sandbox is not None and sandbox.confined and config.sandboxed else None
+        )
+        connection = _Connection(config, workspace, confined)
         self._connections[name] = connection
         return self._launch(connection)
 
@@ -252,9 +265,12 @@ def _run_until_stopped(loop: asyncio.AbstractEventLoop) -> None:
 async def _connect(connection: _Connection, stack: AsyncExitStack) -> ClientSession:
     config = connection.config
     if config.command is not None:
+        argv = [config.command, *config.args]
+        if connection.sandbox is not None:
+            argv = launch_argv(connection.sandbox, argv)
         parameters = StdioServerParameters(
-            command=config.command,
-            args=list(config.args),
+            command=argv[0],
+            args=argv[1:],
             env=dict(config.env) or None,
             cwd=config.cwd or connection.workspace,
         )

@@ -49,6 +49,13 @@ def crash() -> str:
 
 
 @server.tool()
+def write(path: str, text: str) -> str:
+    """Write `text` to the file at `path`."""
+    Path(path).write_text(text)
+    return f"wrote {path}"
+
+
+@server.tool()
 def pid() -> str:
     """The server's process id."""
     return str(os.getpid())
