@@ -5,13 +5,24 @@ called by the scripted model over the loopback server."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from agent_tutorial.features.mcp_tools import tool_name
-from tests.conftest import MARKER_VARIABLE, RunCli, processes_with_marker, write_state
+from tests.conftest import (
+    MARKER_VARIABLE,
+    TEST_API_KEY,
+    WAIT_S,
+    RunCli,
+    processes_with_marker,
+    start_cli,
+    wait_until,
+    write_state,
+)
 from tests.contracts import tool_contents
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 
@@ -419,4 +430,89 @@ def test_a_stdio_server_runs_in_the_sessions_sandbox_unless_its_entry_says_not(
     assert inside.read_text() == "in"
     # In the sandbox /tmp is the session's own: the write lands there, not on the host.
     assert outside.exists() is written
+    assert processes_with_marker(marker) == []
+
+
+def test_a_pre_tool_use_hook_sees_the_full_name_and_can_block_a_call(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    seen = workspace / "seen.json"
+    hook = workspace / "guard.py"
+    hook.write_text(
+        "import json, sys\n"
+        f"open({str(seen)!r}, 'w').write(sys.stdin.read())\n"
+        "print('no glossary today', file=sys.stderr)\n"
+        "sys.exit(2)\n"
+    )
+    command = f"{sys.executable} {hook}"
+    hooks = f'[[hooks.PreToolUse]]\nmatcher = "mcp__tiny__.*"\ncommand = {json.dumps(command)}\n'
+    user_config(workspace, server_table("tiny", marker) + hooks)
+    loopback.queue(
+        tool_stream(
+            [("c1", "mcp__tiny__echo", {"text": "x"}), ("c2", "bash", {"command": "true"})]
+        ),
+        text_stream("ok"),
+    )
+
+    result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    contents = tool_contents(loopback.requests[1])
+    assert (
+        contents["c1"].startswith("Error [hook_blocked]") and "no glossary today" in contents["c1"]
+    )
+    assert not contents["c2"].startswith("Error")  # the matcher's other side: bash runs
+    assert json.loads(seen.read_text())["tool_name"] == "mcp__tiny__echo"
+
+
+def test_a_secret_in_a_result_is_masked_before_the_model_sees_it(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    user_config(workspace, server_table("tiny", marker))
+    loopback.queue(
+        tool_stream([("c1", "mcp__tiny__echo", {"text": f"key={TEST_API_KEY}"})]),
+        text_stream("ok"),
+    )
+
+    result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    content = tool_contents(loopback.requests[1])["c1"]
+    assert TEST_API_KEY not in content and "[REDACTED" in content
+
+
+def test_the_registrys_git_server_reads_the_repository(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    (workspace / "tracked.txt").write_text("hello\n")
+    git = server_table("git", marker, "-m", "mcp_server_git", "--repository", str(workspace))
+    user_config(workspace, git)
+    call = ("c1", "mcp__git__git_status", {"repo_path": str(workspace)})
+    loopback.queue(tool_stream([call]), text_stream("done"))
+
+    result = run_cli("run", "-y", "--prompt", "status?")
+
+    assert result.exit_code == 0, result.stderr
+    assert "tracked.txt" in tool_contents(loopback.requests[1])["c1"]
+    assert processes_with_marker(marker) == []
+
+
+@pytest.mark.parametrize("options", [{}, {"sandbox": "off"}])
+def test_sigterm_during_a_call_leaves_no_server_behind(
+    workspace: Path, loopback: LoopbackServer, marker: str, options: dict[str, object]
+) -> None:
+    user_config(workspace, server_table("tiny", marker, **options))
+    loopback.queue(tool_stream([("c1", "mcp__tiny__slow", {"seconds": 60})]))
+    arguments = ("run", "-y", "--prompt", "wait")
+    with start_cli(workspace, loopback, *arguments) as cli:
+        try:
+            assert wait_until(lambda: (workspace / "slow-started").exists())
+            cli.send_signal(signal.SIGTERM)
+            _, stderr = cli.communicate(timeout=WAIT_S)
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+
+    assert cli.returncode == 143, stderr
     assert processes_with_marker(marker) == []

@@ -36,7 +36,8 @@ def big(size: int) -> str:
 
 @server.tool()
 def slow(seconds: float) -> str:
-    """Sleep, then answer."""
+    """Sleep, then answer (a `slow-started` file says the sleep began)."""
+    Path("slow-started").write_text(str(os.getpid()))
     time.sleep(seconds)
     return "slept"
 
