@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -516,3 +517,36 @@ def test_sigterm_during_a_call_leaves_no_server_behind(
 
     assert cli.returncode == 143, stderr
     assert processes_with_marker(marker) == []
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_streamable_http_servers_tools_are_called(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, str(TINY_SERVER), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_until(lambda: listening(port))
+        table = f'[mcp_servers.web]\nurl = "http://127.0.0.1:{port}/mcp"\n'
+        user_config(workspace, table + 'bearer_token_env_var = "WEB_TOKEN"\n')
+        loopback.queue(
+            tool_stream([("c1", "mcp__web__echo", {"text": "over http"})]), text_stream("ok")
+        )
+
+        result = run_cli("run", "-y", "--prompt", "hi", env={"WEB_TOKEN": "t0ken"})
+    finally:
+        server.terminate()
+        server.wait(timeout=WAIT_S)
+
+    assert result.exit_code == 0, result.stderr
+    assert tool_contents(loopback.requests[1]) == {"c1": "echo: over http"}

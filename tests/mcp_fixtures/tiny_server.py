@@ -1,13 +1,15 @@
 """A small MCP server over stdio, written with the SDK, for chapter 9's tests: tools that
 answer, fail, take long, send a large result, or end the server's process.
 
-Run as `python tests/mcp_fixtures/tiny_server.py`; a `crashed-once` file in the folder it
-starts in records that `crash` ran, so a restarted server can tell it is the second one.
+Run as `python tests/mcp_fixtures/tiny_server.py` (stdio) or with `--http PORT`
+(streamable HTTP at 127.0.0.1:PORT/mcp). `crash` leaves a `crashed-once` file and
+`slow` a `slow-started` one in the folder the server runs in, for the tests to wait on.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -63,4 +65,7 @@ def pid() -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    if sys.argv[1:2] == ["--http"]:  # streamable HTTP on 127.0.0.1:PORT/mcp
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
