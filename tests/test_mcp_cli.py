@@ -5,10 +5,12 @@ called by the scripted model over the loopback server."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,9 @@ from tests.conftest import (
 )
 from tests.contracts import tool_contents
 from tests.loopback import LoopbackServer, text_stream, tool_stream
+from tests.terminal import Terminal
 
+MakeTerminal = Callable[..., Terminal]
 TINY_SERVER = Path(__file__).parent / "mcp_fixtures" / "tiny_server.py"
 
 
@@ -550,3 +554,22 @@ def test_a_streamable_http_servers_tools_are_called(
 
     assert result.exit_code == 0, result.stderr
     assert tool_contents(loopback.requests[1]) == {"c1": "echo: over http"}
+
+
+def test_the_repl_shows_the_servers_and_counts_their_schemas(
+    workspace: Path, make_terminal: MakeTerminal, marker: str
+) -> None:
+    broken = server_table("broken", marker, "-c", "raise SystemExit('no such thing')")
+    user_config(workspace, server_table("tiny", marker) + broken)
+    terminal = make_terminal("run", "--model", "demo")
+    terminal.wait_for_prompt()
+
+    terminal.enter("/mcp")
+    terminal.wait_for_text("mcp__tiny__slow")
+    terminal.enter("/context")
+    terminal.wait_for_text("tokens so far")
+
+    text = terminal.flat_text()
+    assert "tiny: connected, 7 tool(s)" in text
+    assert "broken: failed:" in text
+    assert re.search(r"MCP tools +7 tool\(s\), [\d,]+ bytes of schemas", text)
