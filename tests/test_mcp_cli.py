@@ -573,3 +573,22 @@ def test_the_repl_shows_the_servers_and_counts_their_schemas(
     assert "tiny: connected, 7 tool(s)" in text
     assert "broken: failed:" in text
     assert re.search(r"MCP tools +7 tool\(s\), [\d,]+ bytes of schemas", text)
+
+
+def test_trust_covers_the_script_a_projects_server_runs(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    script = workspace / "server.py"
+    script.write_text(TINY_SERVER.read_text())
+    write_state(workspace, "config.toml", server_table("tiny", marker, "server.py"))
+    assert run_cli("trust").exit_code == 0
+    loopback.queue(text_stream("done"), text_stream("done"))
+
+    trusted = run_cli("run", "--prompt", "hi")
+    script.write_text(TINY_SERVER.read_text() + "\n# changed after the folder was trusted\n")
+    changed = run_cli("run", "--prompt", "hi")
+
+    assert trusted.exit_code == changed.exit_code == 0, changed.stderr
+    assert "mcp__tiny__echo" in offered_tools(loopback.requests[0])
+    assert "mcp__tiny__echo" not in offered_tools(loopback.requests[1])
+    assert "changed since trusted: mcp server file server.py" in changed.stderr

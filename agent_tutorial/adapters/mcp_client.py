@@ -14,6 +14,7 @@ import asyncio
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -112,13 +113,15 @@ class McpServers:
         thread.daemon = True  # an interrupted session must still be able to exit
         thread.start()
         client = cls(loop, thread)
+        started_at = time.monotonic()  # each server's timeout counts from here, not its turn
         pending = {
             name: client._open(name, config, workspace, sandbox)
             for name, config in servers.items()
             if config.enabled
         }
         client.statuses = tuple(
-            client._status_of(name, config, pending.get(name)) for name, config in servers.items()
+            client._status_of(name, config, pending.get(name), started_at)
+            for name, config in servers.items()
         )
         return client
 
@@ -140,12 +143,17 @@ class McpServers:
         return ready
 
     def _status_of(
-        self, name: str, config: McpServerConfig, ready: Future[tuple[McpTool, ...]] | None
+        self,
+        name: str,
+        config: McpServerConfig,
+        ready: Future[tuple[McpTool, ...]] | None,
+        started_at: float,
     ) -> ServerStatus:
         if ready is None:
             return ServerStatus(name, "disabled", tool_timeout_s=config.tool_timeout_s)
+        left_s = max(started_at + config.startup_timeout_s - time.monotonic(), 0.0)
         try:
-            tools = ready.result(timeout=config.startup_timeout_s)
+            tools = ready.result(timeout=left_s)
         except FutureTimeout:
             self._end(name)
             error = f"did not start within {config.startup_timeout_s:g} s"
