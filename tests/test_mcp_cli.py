@@ -592,3 +592,23 @@ def test_trust_covers_the_script_a_projects_server_runs(
     assert "mcp__tiny__echo" in offered_tools(loopback.requests[0])
     assert "mcp__tiny__echo" not in offered_tools(loopback.requests[1])
     assert "changed since trusted: mcp server file server.py" in changed.stderr
+
+
+@pytest.mark.parametrize(("answer", "reply"), [("y", "echo: asked"), ("n", "declined")])
+def test_on_a_terminal_a_call_is_asked_for_and_the_answer_decides(
+    workspace: Path,
+    loopback: LoopbackServer,
+    make_terminal: MakeTerminal,
+    marker: str,
+    answer: str,
+    reply: str,
+) -> None:
+    user_config(workspace, server_table("tiny", marker))
+    loopback.queue(tool_stream([("c1", "mcp__tiny__echo", {"text": "asked"})]), text_stream("done"))
+    terminal = make_terminal("run", "-p", "go")
+    terminal.wait_for_text("(Enter = no)")
+
+    assert "mcp__tiny__echo wants permission" in terminal.flat_text()
+    terminal.type(f"{answer}\r")
+    assert terminal.wait_for_exit() == 0
+    assert reply in tool_contents(loopback.requests[1])["c1"]
