@@ -91,6 +91,7 @@ from agent_tutorial.features.todos import (
     render_plan,
     todo_write_tool,
 )
+from agent_tutorial.mcp_session import McpSession
 from agent_tutorial.model_client import open_model_client, session_window, with_server_window
 from agent_tutorial.profiles import Capability, ChapterProfile
 from agent_tutorial.project import Project
@@ -318,6 +319,8 @@ class AgentDeps:
     hook_snapshot: Mapping[str, Mapping[str, str]] | None = None
     """The hook scripts' digests as the process found them (`hook_scripts.hook_snapshot`),
     which hooks must still match to run; None: as they are now."""
+    mcp: McpSession = field(default_factory=McpSession)
+    """The session's MCP servers and their tools (chapter 9)."""
 
 
 @dataclass(frozen=True)
@@ -379,6 +382,8 @@ def _tools_and_guards(profile: ChapterProfile, deps: AgentDeps) -> _Parts:
     redactor = deps.redactor or secret_redactor(deps.settings, deps.project.root, {})
     tools = ToolRegistry(max_argument_bytes=deps.settings.max_tool_argument_bytes)
     _add_core_tools(profile, tools, deps, redactor)
+    for tool in deps.mcp.tools:
+        tools.register(tool)
     hooks = _hooks(profile, deps, redactor)
     guards, turn_guards = _guards(profile, deps, hooks)
     checkpoints = _checkpoints(tools, deps)

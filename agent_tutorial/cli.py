@@ -21,6 +21,7 @@ from agent_tutorial.commands.bench import SHORT_HELP as BENCH_HELP
 from agent_tutorial.commands.bench import bench
 from agent_tutorial.commands.checkpoints import checkpoints_app, undo
 from agent_tutorial.commands.edge import FailureEdge, is_usage_error
+from agent_tutorial.commands.mcp import mcp_app
 from agent_tutorial.commands.process import running_as_the_command
 from agent_tutorial.commands.run import (
     OutputFormat,
@@ -91,8 +92,8 @@ ChapterOption = Annotated[
         "--chapter",
         "-c",
         min=1,
-        max=8,
-        help="Chapter profile 1–8 (default 8, or a resumed session's own chapter).",
+        max=9,
+        help="Chapter profile 1–9 (default 9, or a resumed session's own chapter).",
         show_default=False,
     ),
 ]
@@ -247,6 +248,7 @@ app.add_typer(artifacts_app, name="artifacts")
 app.add_typer(sessions_app, name="sessions")
 app.command(short_help="Put files back as they were before the last turns.")(undo)
 app.add_typer(checkpoints_app, name="checkpoints")
+app.add_typer(mcp_app, name="mcp")
 app.command(short_help=BENCH_HELP)(bench)
 app.command()(trust)
 

@@ -18,6 +18,7 @@ from agent_tutorial.config import ProjectSettings, Settings
 from agent_tutorial.conversation import Conversation, ConversationSetup
 from agent_tutorial.core.events import EventSink
 from agent_tutorial.core.permissions import Approver
+from agent_tutorial.mcp_session import start_mcp_servers
 from agent_tutorial.profiles import ChapterProfile
 from agent_tutorial.project import Project
 
@@ -62,6 +63,7 @@ def open_session(
         front_end.warn(sandbox.notice)
     redactor = secret_redactor(settings, project.root, read.files.dotenv_lines)
     connection = connect_model(settings, project, profile, opened, redactor=redactor)
+    mcp = start_mcp_servers(settings, project, profile, opened, front_end.warn, sandbox.policy)
     deps = AgentDeps(
         model=connection.model,
         project=project,
@@ -70,6 +72,7 @@ def open_session(
         sandbox=sandbox.policy,
         redactor=redactor,
         window=connection.window,
+        mcp=mcp,
     )
     setup = ConversationSetup(profile=profile, deps=deps, sinks=front_end.sinks)
     return Conversation.open(setup, resume)

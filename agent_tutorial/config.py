@@ -58,6 +58,7 @@ from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
 from agent_tutorial.core.events import WAITING_INTERVAL_S
 from agent_tutorial.core.hooks import HooksConfig
 from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
+from agent_tutorial.core.mcp_servers import McpServerConfig
 from agent_tutorial.core.model import MAX_CONTEXT_WINDOW_TOKENS, MIN_CONTEXT_WINDOW_TOKENS
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
@@ -67,6 +68,7 @@ from agent_tutorial.dotenv_file import read_dotenv
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 from agent_tutorial.features.redaction import mask_url_passwords
+from agent_tutorial.mcp_config import check_mcp_servers, trusted_server_files, with_mcp_json
 
 DEMO_MODEL = "demo"
 _API_KEY = "api_key"
@@ -100,12 +102,13 @@ POWERFUL_SETTINGS = (
     "base_url",
     "api_key_env",
     "redact_secrets",
+    "mcp_servers",
     *SANDBOX_SETTINGS,
 )
-"""Project settings that apply only in a trusted folder: they run commands (hooks), let
-calls run unasked (the mode, allow rules, the sandbox), let secrets into bash, or choose
-where the API key goes, which key it is and what is masked. Of `permissions.rules` only
-the allow rules: deny and ask rules narrow, and apply always."""
+"""Project settings that apply only in a trusted folder: they run commands (hooks, MCP
+servers), let calls run unasked (the mode, allow rules, the sandbox), let secrets into bash,
+or choose where the API key goes, which key it is and what is masked. Of `permissions.rules`
+only the allow rules: deny and ask rules narrow, and apply always."""
 
 
 class ConfigError(AgentTutorialError):
@@ -236,6 +239,9 @@ class Settings(BaseSettings):
     hooks: HooksConfig = HooksConfig()
     """`[[hooks.<Event>]]` tables with matcher, command and timeout_s."""
 
+    mcp_servers: dict[str, McpServerConfig] = {}
+    """`[mcp_servers.NAME]` tables (and a project's `.mcp.json`): chapter 9's MCP servers."""
+
     compaction: CompactionSettings = CompactionSettings()
     """`[compaction]`: chapter 8's thresholds and strategy; see `CompactionSettings`."""
 
@@ -326,7 +332,9 @@ def load_settings(
     project = project or read_project_settings(root)
     project_toml, project_dotenv = project.layers(trusted=trusted)
     given = {key: value for key, value in (flags or {}).items() if value is not None}
-    toml_layers = _with_lists_added_up([_read_toml(user_config_path()), dict(project_toml)])
+    user_toml = _read_toml(user_config_path())
+    check_mcp_servers(user_toml.get("mcp_servers"), user_config_path())
+    toml_layers = _with_lists_added_up([user_toml, dict(project_toml)])
 
     class WorkspaceSettings(Settings):
         """Settings with this workspace's files as sources, in order of precedence."""
@@ -396,7 +404,7 @@ def read_project_settings(root: Path) -> ProjectSettings:
     """The project's own settings files, split by power; `ConfigError` if unreadable."""
     state_dir = root / STATE_DIR
     refuse_unusable_state_dir(state_dir)
-    toml = _read_toml(state_dir / "config.toml")
+    toml = with_mcp_json(_read_toml(state_dir / "config.toml"), root)
     dotenv_path = state_dir / ".env"
     lines = _read_dotenv_lines(dotenv_path)
     dotenv = _dotenv_settings(lines, dotenv_path)
@@ -405,6 +413,7 @@ def read_project_settings(root: Path) -> ProjectSettings:
     powerful = {**powerful_toml, **powerful_dotenv}
     hooks = [value for key, value in powerful.items() if _setting_of(key) == "hooks"]
     powerful |= trusted_script_settings(root, hooks)  # trusting hooks trusts what they run
+    powerful |= trusted_server_files(root, toml.get("mcp_servers"))
     return ProjectSettings(
         toml, dotenv, plain_toml, plain_dotenv, powerful, dotenv_path, dotenv_lines=lines
     )

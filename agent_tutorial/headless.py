@@ -103,11 +103,13 @@ def init_record(
     cwd: str,
     project_root: str | None = None,
     ignored_project_settings: Sequence[str] = (),
+    mcp_servers: Sequence[Record] = (),
 ) -> Record:
     """stream-json's first line: what this run is working with. `cwd` is the tools'
     boundary; `project_root` the folder whose `.agent_tutorial/` the run uses (the same
     or above it); `ignored_project_settings` its powerful settings this run goes without,
-    the folder being untrusted (the names the stderr line gives)."""
+    the folder being untrusted (the names the stderr line gives); `mcp_servers` each
+    started MCP server's `name` and `status` (`connected` or `failed`), as Claude Code's."""
     return {
         "type": "system",
         "subtype": "init",
@@ -118,6 +120,7 @@ def init_record(
         "cwd": cwd,
         "project_root": cwd if project_root is None else project_root,
         "ignored_project_settings": list(ignored_project_settings),
+        "mcp_servers": list(mcp_servers),
     }
 
 

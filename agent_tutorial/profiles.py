@@ -24,6 +24,7 @@ class Capability(Enum):
     PROJECT_INSTRUCTIONS = "project_instructions"
     ARTIFACTS = "artifacts"
     COMPACTION = "compaction"
+    MCP = "mcp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +54,9 @@ P05 = P04.plus(5, "Todo planning", Capability.TODOS)
 P06 = P05.plus(6, "Subagents", Capability.SUBAGENTS)
 P07 = P06.plus(7, "Skills", Capability.SKILLS, Capability.PROJECT_INSTRUCTIONS)
 P08 = P07.plus(8, "Context compaction", Capability.ARTIFACTS, Capability.COMPACTION)
+P09 = P08.plus(9, "MCP servers", Capability.MCP)
 
-PROFILES: tuple[ChapterProfile, ...] = (P01, P02, P03, P04, P05, P06, P07, P08)
+PROFILES: tuple[ChapterProfile, ...] = (P01, P02, P03, P04, P05, P06, P07, P08, P09)
 
 
 def profile_for_chapter(chapter: int) -> ChapterProfile:

@@ -90,6 +90,7 @@ SLASH_COMMANDS = (
     SlashCommand("/compact", "/compact [focus]", "summarise the conversation now (chapter 8)"),
     SlashCommand("/todos", "/todos", "the current plan (chapter 5+)"),
     SlashCommand("/artifacts", "/artifacts [ID]", "persisted tool results and transcripts"),
+    SlashCommand("/mcp", "/mcp", "MCP servers and their tools (chapter 9)"),
     SlashCommand("/clear", "/clear", "start a new session (also /new)"),
     SlashCommand("/sessions", "/sessions", "saved sessions in this project"),
     SlashCommand("/resume", "/resume [ID]", "continue a saved session (no id: pick one)"),
@@ -236,6 +237,7 @@ class Repl:
             "/compact": self._compact,
             "/todos": self._todos,
             "/artifacts": self._artifacts,
+            "/mcp": self._mcp,
             "/clear": self._clear,
             "/new": self._clear,
             "/sessions": self._sessions,
@@ -418,6 +420,13 @@ class Repl:
         self.out.print(Trimmed(table))
         return True
 
+    def _mcp(self, _argument: str) -> bool:
+        from agent_tutorial.mcp_session import describe_servers
+
+        for line in describe_servers(self.conversation.setup.deps.mcp.statuses):
+            self.out.print(printable(line), markup=False, highlight=False)
+        return True
+
     def _context(self, _argument: str) -> bool:
         self.out.print(Trimmed(self._context_table()))
         return True
@@ -452,6 +461,10 @@ class Repl:
         rows.append(("checkpoints", f"{checkpoints} stored (agent-tutorial undo)"))
         if agent.reads_instructions:
             rows.append(("project instructions", _instructions_text(agent.instructions)))
+        if mcp_tools := self.conversation.setup.deps.mcp.tools:
+            from agent_tutorial.mcp_session import mcp_schema_text
+
+            rows.append(("MCP tools", mcp_schema_text(mcp_tools)))
         rows.append(("last usage", _usage_text(self.summary, agent.context_meter.window)))
         totals = self.summary.usage
         rows.append(

@@ -21,7 +21,7 @@ from agent_tutorial.features.sessions import (
     written_by_this_user,
 )
 
-DEFAULT_CHAPTER = 8
+DEFAULT_CHAPTER = 9
 NOT_WRITTEN_HERE = (
     "this folder is not trusted and the file was not written by you here (committed or "
     "copied into the project); `--resume ID` resumes it, `agent-tutorial trust` trusts "

@@ -11,7 +11,7 @@ from types import ModuleType
 
 LESSONS = Path(__file__).resolve().parents[1] / "chapters"
 OFFLINE = LESSONS / "offline"
-CHAPTERS = range(1, 9)
+CHAPTERS = range(1, 10)
 
 
 def lesson_path(chapter: int) -> Path:

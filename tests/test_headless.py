@@ -128,7 +128,7 @@ def test_json_on_a_configuration_error_still_prints_one_result_and_exit_2(
 
 
 REFUSED_COMMAND_LINES = {
-    "a chapter out of range": (("-c", "9"), "Invalid value for '--chapter' / '-c'"),
+    "a chapter out of range": (("-c", "10"), "Invalid value for '--chapter' / '-c'"),
     "no turns": (("--max-turns", "0"), "Invalid value for '--max-turns'"),
     "a count that is no number": (("--max-turns", "many"), "Invalid value for '--max-turns'"),
     "an unknown flag": (("--bogus",), "No such option: --bogus"),
@@ -158,7 +158,7 @@ def test_a_refused_command_line_still_prints_one_error_result_and_exits_2(
 
 
 def test_a_refused_command_line_prints_nothing_on_stdout_as_text(run_cli: RunCli) -> None:
-    result = run_cli("run", "-p", "go", "-c", "9")
+    result = run_cli("run", "-p", "go", "-c", "10")
 
     assert result.exit_code == 2
     assert result.stdout == ""

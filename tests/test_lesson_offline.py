@@ -103,6 +103,7 @@ EVIDENCE = {
         "Group entries under Added, Changed and Fixed",
     ],
     8: ["1 persist: 1 result(s)", "4 summary: 1 request(s) began with the compacted summary"],
+    9: ["Model Context Protocol: how an agent finds and calls tools"],
 }
 ACTIVITY = {
     1: "• bash ",
@@ -113,6 +114,7 @@ ACTIVITY = {
     6: "↳ subagent: Survey the Python files",
     7: "• load_skill ",
     8: "Σ summarised",
+    9: "• mcp__glossary__define ",
 }
 
 
@@ -271,7 +273,7 @@ def test_the_lesson_gets_the_scripted_server_and_none_of_the_users_endpoint(
 
 # --- each lesson is the previous plus one idea --------------------------------------------------
 
-STEP_BUDGET = {step: 320 for step in range(1, 7)} | {7: 600}
+STEP_BUDGET = {step: 320 for step in range(1, 7)} | {7: 600, 8: 250}
 
 
 def step_lines(chapter: int) -> list[str]:
@@ -283,12 +285,12 @@ def test_lesson_1_stays_within_150_lines() -> None:
     assert len(lesson_path(1).read_text().splitlines()) <= 150
 
 
-@pytest.mark.parametrize("chapter", range(1, 8))
+@pytest.mark.parametrize("chapter", range(1, 9))
 def test_each_step_stays_within_its_diff_budget(chapter: int) -> None:
     assert len(step_lines(chapter)) <= STEP_BUDGET[chapter]
 
 
-@pytest.mark.parametrize("chapter", range(1, 8))
+@pytest.mark.parametrize("chapter", range(1, 9))
 def test_a_step_changes_one_header_line_and_the_chapter_number(chapter: int) -> None:
     before = lesson_path(chapter).read_text().splitlines()
     after = lesson_path(chapter + 1).read_text().splitlines()

@@ -11,6 +11,7 @@ from agent_tutorial.profiles import (
     P01,
     P02,
     P08,
+    P09,
     PROFILES,
     Capability,
     ChapterProfile,
@@ -25,6 +26,7 @@ ADDED_BY_CHAPTER = {
     6: {Capability.SUBAGENTS},
     7: {Capability.SKILLS, Capability.PROJECT_INSTRUCTIONS},
     8: {Capability.ARTIFACTS, Capability.COMPACTION},
+    9: {Capability.MCP},
 }
 
 
@@ -45,7 +47,7 @@ def test_each_chapter_is_the_previous_one_plus_its_own(chapter: int) -> None:
     assert previous.capabilities < current.capabilities
 
 
-@pytest.mark.parametrize("chapter", range(1, 9))
+@pytest.mark.parametrize("chapter", range(1, 10))
 def test_profile_for_chapter_returns_that_chapter(chapter: int) -> None:
     profile = profile_for_chapter(chapter)
 
@@ -53,9 +55,9 @@ def test_profile_for_chapter_returns_that_chapter(chapter: int) -> None:
     assert profile.title
 
 
-@pytest.mark.parametrize("chapter", [0, 9, -1])
+@pytest.mark.parametrize("chapter", [0, 10, -1])
 def test_profile_for_an_unknown_chapter_is_rejected(chapter: int) -> None:
-    with pytest.raises(ValueError, match="chapter must be 1 to 8"):
+    with pytest.raises(ValueError, match="chapter must be 1 to 9"):
         profile_for_chapter(chapter)
 
 
@@ -64,12 +66,17 @@ def test_chapter_eight_has_hooks() -> None:
     assert Capability.HOOKS in P08
 
 
-def test_chapter_eight_has_every_capability() -> None:
-    assert all(capability in P08 for capability in Capability)
+def test_chapter_eight_has_every_capability_but_mcp() -> None:
+    assert all(capability in P08 for capability in Capability if capability != Capability.MCP)
+    assert Capability.MCP not in P08
+
+
+def test_chapter_nine_has_every_capability() -> None:
+    assert all(capability in P09 for capability in Capability)
 
 
 def test_profiles_are_listed_in_chapter_order() -> None:
-    assert [profile.chapter for profile in PROFILES] == list(range(1, 9))
+    assert [profile.chapter for profile in PROFILES] == list(range(1, 10))
 
 
 def test_membership_asks_about_capabilities_only() -> None:

@@ -9,14 +9,15 @@ The layers, each importing only from itself and the layers it names (`ALLOWED`):
                   -> composition, features, core          (no adapter: commands/process alone
                                                            reaches adapters/processes)
     composition   bootstrap, composition, conversation, config, project, folder_trust,
-                  model_client, dotenv_file, profiles
+                  model_client, dotenv_file, profiles, mcp_config, mcp_session
                   -> models, features, model adapters, OS adapters, core
     models        testing (ScriptedModel), demo/ (the offline demo model)
                   -> features, OS adapters, core
     features      features/**
                   -> OS adapters, core
     OS adapters   adapters/ filesystem, gitignore, shell, sandbox, sandbox_mounts, processes,
-                  escapees, hook_runner: what the tools use to reach files and processes
+                  escapees, hook_runner, mcp_client, sandbox_launch: what the tools use to
+                  reach files and processes (an MCP server is a process the MCP tools reach)
                   -> core
     model adapters  adapters/ everything else: openai_chat, chat_stream, chat_wire,
                   bounded_transport, provider_errors, context_probe, text_calls,
@@ -119,6 +120,7 @@ def exception_classes() -> dict[str, type[BaseException]]:
 OUTSIDE_THE_TREE = {
     "ToolPairingError",  # public as a ValueError (DESIGN.md)
     "ToolFailure",  # a tool's signal to the registry, which turns it into a tool error
+    "McpCallError",  # the MCP client's signal to an MCP tool, which makes it a tool error
     "SearchTimeout",  # grep's signal to itself
     "InvalidPattern",  # a ValueError: grep's pattern argument is invalid
     "UnexpectedModelCall",  # testing.ScriptedModel's AssertionError
@@ -222,6 +224,8 @@ OS_FACING = (
     "hook_runner",
     "hook_scripts",
     "checkpoint_store",
+    "mcp_client",
+    "sandbox_launch",
 )
 TOP_LEVEL = {
     COMPOSITION: (
@@ -235,6 +239,8 @@ TOP_LEVEL = {
         "dotenv_file",
         "profiles",
         "config_wording",
+        "mcp_config",
+        "mcp_session",
     ),
     FRONT_END: (
         "cli",

@@ -111,7 +111,7 @@ def test_a_json_result_on_a_narrow_terminal_is_one_line(
 def test_a_refused_command_line_on_a_terminal_is_one_json_error_only_in_json(
     loopback: LoopbackServer, workspace: Path, output_format: str
 ) -> None:
-    args = ("run", "-p", "go", "-c", "9", "--output-format", output_format)
+    args = ("run", "-p", "go", "-c", "10", "--output-format", output_format)
 
     run, stdout, stderr = on_terminals(loopback, workspace, 40, *args)
 

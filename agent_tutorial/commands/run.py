@@ -208,6 +208,7 @@ def _init_record(
         cwd=str(agent.workspace),
         project_root=str(agent.project_root),
         ignored_project_settings=ignored_project_settings,
+        mcp_servers=conversation.setup.deps.mcp.started(),
     )
 
 

@@ -139,7 +139,8 @@ def _read_from(err: Console) -> Callable[[str], str]:
 
 COVERS = (
     "The check covers these settings and the project files a hook command names "
-    "(hook script …), not what those files read or import."
+    "(hook script …) or an MCP server's command names (mcp server file …), not what "
+    "those files read or import."
 )
 
 

@@ -7,6 +7,7 @@ one-line message fit for the user, and `exit_code` is what the command exits wit
     ├── CommandFailed                  (commands.edge) a command stops: its message and exit code
     ├── ConfigError                    (config) settings missing or invalid: exit 2
     │   └── TrustStoreError            (folder_trust) the trust store is refused
+    ├── McpConfigError                 (mcp_config) an MCP server entry is invalid: exit 2
     ├── ModelError                     (core.model) a model call failed
     │   ├── PromptTooLongError         the request does not fit the model's context window
     │   ├── AuthenticationError        401/403: wrong or missing key
@@ -47,6 +48,7 @@ Outside the tree on purpose: `ValueError` for invalid settings, arguments and co
 misuse (a bug in the caller, or validation that pydantic reports), `ToolPairingError` (a
 `ValueError`, public), and the signals that never leave their module: `ToolFailure` (a tool
 tells the model why it failed; the registry turns it into a tool error), `SearchTimeout`,
+`McpCallError` (an MCP call that did not return; its tool turns it into a tool error),
 the adapter's private retry signals, and its transport's `ReplyOverLimit` signals, which
 the adapter turns into `ModelError`s. `WorkspacePathError` is in the tree but is a
 "tell the model" error: the tools turn it into a tool error; a user meets it only when the

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
 import regex
@@ -90,7 +91,8 @@ class PermissionRule(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tool: str
-    """The exact tool name, or "*" for every tool."""
+    """The tool's name, or a glob of names: "*" for every tool, `mcp__time__*` for every
+    tool of the MCP server `time` (tool names hold no glob characters)."""
     pattern: str | None = None
     """A regex searched in the call's subject (the bash command or the path); None = any."""
     behavior: Decision
@@ -116,7 +118,7 @@ class PermissionRule(BaseModel):
         """Whether the rule covers a call of `tool_name` on any of `subjects`. A search
         that runs out of `timeout_s` (shared by the subjects) counts as the safe answer for
         the rule's behavior: matching for deny and ask, not matching for allow."""
-        if self.tool not in ("*", tool_name):
+        if not fnmatchcase(tool_name, self.tool):
             return False
         if self.pattern is None:
             return True
@@ -293,7 +295,7 @@ class PermissionPolicy:
         """Why an allow rule whose pattern matches this command does not cover it (it is
         not plain), so the user and the model learn what to change; None otherwise. Called
         only for a default decision: a deny or ask rule that matched would have decided."""
-        if parsed.tool.effect != "execute":
+        if not _runs_a_command(parsed.tool):
             return None
         why = why_not_plain(parsed.subject)
         if why is None:
@@ -372,9 +374,15 @@ def _rule_applies(rule: PermissionRule, parsed: ParsedCall, subjects: Sequence[s
     only to what the call really does: a lone bash command, the real path (the last form)."""
     if rule.behavior != "allow":
         return rule.matches(parsed.tool.name, subjects)
-    if parsed.tool.effect == "execute" and why_not_plain(parsed.subject) is not None:
+    if _runs_a_command(parsed.tool) and why_not_plain(parsed.subject) is not None:
         return False
     return rule.matches(parsed.tool.name, subjects[-1:])
+
+
+def _runs_a_command(tool: ToolDefinition) -> bool:
+    """An execute tool whose subject is a shell command (bash), which an allow rule covers
+    only when plain; an execute tool without one (an MCP tool) is covered by its name."""
+    return tool.effect == "execute" and tool.subject_field is not None
 
 
 def _no_terminal_reason(parsed: ParsedCall, record: DecisionRecord) -> str:

@@ -8,7 +8,7 @@ loop pairs with the call so the model can read it and try again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -143,8 +143,13 @@ class ToolDefinition:
     preview: Preview | None = None
     """The change a call would make to a file (write_file, edit_file), read without making
     it; None when it cannot tell (the call will then fail and say why)."""
+    parameters: Mapping[str, Any] | None = None
+    """The JSON schema shown to the model when it is not the input model's: an MCP tool's
+    own schema, which its server validates."""
 
     def spec(self) -> ToolSpec:
+        if self.parameters is not None:
+            return ToolSpec(self.name, self.description, dict(self.parameters))
         schema = self.input_model.model_json_schema()
         schema.pop("title", None)
         return ToolSpec(name=self.name, description=self.description, parameters=schema)

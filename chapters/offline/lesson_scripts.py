@@ -210,6 +210,8 @@ def seed(chapter: int, workspace: Path) -> None:
         files |= SKILLS
     if chapter == 8:
         files |= compaction_project()
+    if chapter == 9:
+        files[".agent_tutorial/config.toml"] = GLOSSARY_CONFIG
     for name, text in files.items():
         path = workspace / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -227,6 +229,7 @@ PROMPTS = {
     6: "Which Python files define functions? Ask a helper.",
     7: "Write the release notes for this version.",
     8: "Read the build log, every note and the three chapters, then say what they hold.",
+    9: "What is MCP? Ask the glossary server.",
 }
 COUNT_PYTHON = "find . -name '*.py' | sort; echo \"$(find . -name '*.py' | wc -l) Python files\""
 GREP_AS_TEXT = (
@@ -432,6 +435,31 @@ def chapter_8() -> Script:
     return script
 
 
+GLOSSARY_SERVER = Path(__file__).resolve().parent / "lesson_mcp_server.py"
+GLOSSARY_CONFIG = f"""\
+[mcp_servers.glossary]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(GLOSSARY_SERVER))}]
+
+[[permissions.rules]]
+tool = "mcp__glossary__define"
+pattern = ""
+behavior = "allow"
+"""
+
+
+def chapter_9() -> Script:
+    def answer(request: Request) -> Reply:
+        return say(
+            "The glossary is not one of the lesson's own tools: it lives in another process, "
+            "an MCP server the lesson started, asked for its tools (tools/list) and called "
+            "(tools/call) with one JSON line each way. It answered:",
+            quoted(request.result()),
+        )
+
+    return Script([call("mcp__glossary__define", term="MCP"), answer])
+
+
 SCRIPTS: dict[int, Callable[[], Script]] = {
     1: chapter_1,
     2: chapter_2,
@@ -441,4 +469,5 @@ SCRIPTS: dict[int, Callable[[], Script]] = {
     6: chapter_6,
     7: chapter_7,
     8: chapter_8,
+    9: chapter_9,
 }
