@@ -583,7 +583,8 @@ def test_an_api_key_in_toml_is_refused_with_where_it_belongs(workspace: Path) ->
         load_settings(workspace)
 
     assert str(refused.value) == (
-        f"{config} holds an api_key; keys belong in the environment or .agent_tutorial/.env. "
+        f"{config} holds an api_key ('api_key'); keys belong in the environment or "
+        ".agent_tutorial/.env. "
         "Name the variable with api_key_env instead."
     )
 

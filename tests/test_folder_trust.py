@@ -843,7 +843,7 @@ def test_the_trust_store_is_indented_json_keyed_by_the_projects_real_path(
 
     expected = {
         "format_version": 1,
-        "projects": {str(workspace.resolve()): {"settings_sha256": "digest"}},
+        "projects": {str(workspace.resolve()): {"settings_sha256": "digest", "each_sha256": {}}},
     }
     assert trust_store_path().read_text() == json.dumps(expected, indent=2) + "\n"
 
