@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -612,3 +613,22 @@ def test_on_a_terminal_a_call_is_asked_for_and_the_answer_decides(
     terminal.type(answer)  # one key, no Enter
     assert terminal.wait_for_exit() == 0
     assert reply in tool_contents(loopback.requests[1])["c1"]
+
+
+def test_a_sandboxed_server_whose_script_lies_under_tmp_still_starts(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    # The sandbox's /tmp is the session's own, which hid a server kept in a checkout under
+    # the host's /tmp (CI clones into one): the script's folder is shown again, read-only.
+    with tempfile.TemporaryDirectory(dir="/tmp") as checkout:
+        script = Path(checkout) / "tiny_server.py"
+        script.write_text(TINY_SERVER.read_text())
+        user_config(workspace, server_table("tiny", marker, str(script)))
+        loopback.queue(
+            tool_stream([("c1", "mcp__tiny__echo", {"text": "seen"})]), text_stream("ok")
+        )
+
+        result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert "echo: seen" in tool_contents(loopback.requests[1])["c1"]

@@ -64,5 +64,5 @@ def test_the_bare_command_opens_the_repl_on_a_terminal_with_runs_default_chapter
     terminal.wait_for_text("hello there")
     terminal.wait_for_prompt()
 
-    assert "chapter 8: Context compaction" in terminal.flat_text()
+    assert "chapter 9: MCP servers" in terminal.flat_text()
     assert len(loopback.requests) == 1

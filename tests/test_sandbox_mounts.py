@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -320,3 +321,20 @@ def test_a_home_reached_through_a_symlink_has_its_secrets_covered_at_their_real_
     assert after_the_writable_ones(replace(policy, home=link))[3:] == covered_folder(
         policy.home / ".ssh"
     )
+
+
+def test_a_visible_path_under_tmp_is_shown_again_read_only_and_others_are_not(
+    policy: SandboxPolicy,
+) -> None:
+    with tempfile.TemporaryDirectory(dir="/tmp") as under_tmp:
+        hidden_by_the_private_tmp = Path(under_tmp).resolve()
+        inside = policy.workspace / "src"
+        inside.mkdir()
+        visible = (hidden_by_the_private_tmp, Path("/usr/bin"), inside, Path("/tmp/no-such"))
+
+        arguments = mount_arguments(replace(policy, visible=visible))
+
+    shown = [*SYSTEM, *slash_tmp(policy), *read_only(hidden_by_the_private_tmp)]
+    assert arguments[: len(shown)] == shown
+    assert str(Path("/usr/bin")) not in arguments  # seen through the read-only root already
+    assert str(inside) not in arguments and "/tmp/no-such" not in arguments

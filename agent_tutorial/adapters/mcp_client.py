@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -19,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -275,7 +276,8 @@ async def _connect(connection: _Connection, stack: AsyncExitStack) -> ClientSess
     if config.command is not None:
         argv = [config.command, *config.args]
         if connection.sandbox is not None:
-            argv = launch_argv(connection.sandbox, argv)
+            sandbox = replace(connection.sandbox, visible=what_a_server_runs(argv))
+            argv = launch_argv(sandbox, argv)
         parameters = StdioServerParameters(
             command=argv[0],
             args=argv[1:],
@@ -295,6 +297,25 @@ async def _connect(connection: _Connection, stack: AsyncExitStack) -> ClientSess
     session = await stack.enter_async_context(ClientSession(read, write))
     await session.initialize()
     return session
+
+
+def what_a_server_runs(argv: list[str]) -> tuple[Path, ...]:
+    """What a stdio server's command needs to see in the sandbox wherever it lies: its
+    executable (as named and as linked to), the virtual environment that holds it, and the
+    folder of each argument that names an existing file (its script)."""
+    found: list[Path] = []
+    executable = shutil.which(argv[0])
+    if executable is not None:
+        named = Path(executable).absolute()
+        found += [named.parent, named.resolve().parent]
+        environment = named.parent.parent
+        if (environment / "pyvenv.cfg").is_file():
+            found.append(environment)
+    for argument in argv[1:]:
+        path = Path(argument).absolute()
+        if path.is_file():
+            found.append(path.parent)
+    return tuple(dict.fromkeys(found))
 
 
 def _headers(config: McpServerConfig) -> dict[str, str]:

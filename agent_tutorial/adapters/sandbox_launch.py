@@ -21,7 +21,7 @@ from agent_tutorial.adapters.sandbox import SandboxUnavailableError, sandboxed
 from agent_tutorial.core.sandbox import SandboxPolicy
 
 _PATH_FIELDS = ("workspace", "private_tmp", "home", "project_root")
-_PATHS_FIELDS = ("also_hidden", "protected")
+_PATHS_FIELDS = ("also_hidden", "protected", "visible")
 EXIT_NO_SANDBOX = 126
 """The launcher's exit code when the sandbox cannot run (the shell's 'cannot execute')."""
 

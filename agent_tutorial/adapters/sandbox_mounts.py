@@ -54,6 +54,8 @@ def mount_arguments(policy: SandboxPolicy) -> list[str]:
     repository = repository_at(workspace) or enclosing_repository(workspace)
     if repository is not None and _under_tmp(repository.top) and repository.top != workspace:
         arguments += _bind(repository.top, read_only=True)  # seen again, so git finds it
+    for path in _seen_again(policy.visible, workspace):
+        arguments += _bind(path, read_only=True)
     # Bound even read-only: under /tmp the private one would hide it.
     arguments += _bind(workspace, read_only=not writable)
     state = policy.root.resolve() / AGENT_STATE
@@ -66,6 +68,14 @@ def mount_arguments(policy: SandboxPolicy) -> list[str]:
     for secret in _secrets(policy, state):
         arguments += _cover(secret)
     return arguments
+
+
+def _seen_again(paths: tuple[Path, ...], workspace: Path) -> Iterator[Path]:
+    """Each of `paths` that exists and that the private /tmp would hide, by its real path;
+    one inside the workspace is seen already."""
+    for path in dict.fromkeys(path.resolve() for path in paths):
+        if path.exists() and _under_tmp(path) and not path.is_relative_to(workspace):
+            yield path
 
 
 def _under_tmp(path: Path) -> bool:

@@ -63,6 +63,10 @@ class SandboxPolicy:
     project_root: Path | None = None
     """The project root whose `.agent_tutorial/` is the agent's state folder, at or above
     the workspace (`project.find_project`); None: the workspace itself."""
+    visible: tuple[Path, ...] = ()
+    """Absolute paths outside the workspace a command must see, read-only, even where the
+    private /tmp would hide them (an MCP server's executable, virtual environment and
+    script in a checkout under /tmp). Elsewhere they are visible read-only anyway."""
     protected: tuple[Path, ...] = ()
     """Absolute paths in the workspace that commands must not write, rename or replace (the
     scripts trusted hooks run, say). The whole topmost folder below the workspace that holds
@@ -76,6 +80,7 @@ class SandboxPolicy:
         named = {"workspace": self.workspace, "private_tmp": self.private_tmp, "home": self.home}
         named |= {f"also_hidden[{index}]": path for index, path in enumerate(self.also_hidden)}
         named |= {f"protected[{index}]": path for index, path in enumerate(self.protected)}
+        named |= {f"visible[{index}]": path for index, path in enumerate(self.visible)}
         if self.project_root is not None:
             named["project_root"] = self.project_root
         for name, path in named.items():
