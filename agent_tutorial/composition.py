@@ -13,6 +13,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_tutorial.adapters.hook_scripts import hook_snapshot
 from agent_tutorial.bootstrap import AgentDeps, connect_model, open_sandbox, secret_redactor
 from agent_tutorial.config import ProjectSettings, Settings
 from agent_tutorial.conversation import Conversation, ConversationSetup
@@ -73,6 +74,9 @@ def open_session(
         redactor=redactor,
         window=connection.window,
         mcp=mcp,
+        # Once, in the session's parts: an agent built later (`/clear`, `/resume`, after a
+        # mode change) holds the hooks to the scripts as they were at the start.
+        hook_snapshot=hook_snapshot(project.root, settings.hooks),
     )
     setup = ConversationSetup(profile=profile, deps=deps, sinks=front_end.sinks)
     return Conversation.open(setup, resume)

@@ -7,12 +7,10 @@ JSON summary) stay subscribed across the swap.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
 from pathlib import Path
 
-from agent_tutorial.adapters.hook_scripts import hook_snapshot
 from agent_tutorial.bootstrap import Agent, AgentDeps, build_agent
 from agent_tutorial.config import Settings
 from agent_tutorial.core.events import EventBus, EventSink, Notice
@@ -52,12 +50,6 @@ class ConversationSetup:
     def project(self) -> Project:
         """Where `.agent_tutorial/` (sessions, artifacts) is, and the tools' boundary."""
         return self.deps.project
-
-    @cached_property
-    def hook_snapshot(self) -> Mapping[str, Mapping[str, str]]:
-        """The hook scripts as the first session found them: a later one (`/clear`,
-        `/resume`) holds hooks to these, not to what a command wrote meanwhile."""
-        return hook_snapshot(self.project.root, self.settings.hooks)
 
 
 class Conversation:
@@ -189,7 +181,6 @@ class Conversation:
             self.setup.deps,
             events=EventBus(self.setup.sinks),
             history=history,
-            hook_snapshot=self.setup.hook_snapshot,
         )
         return build_agent(self.setup.profile, deps)
 

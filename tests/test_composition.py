@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from agent_tutorial.composition import FrontEnd, ReadProject, open_session
 from agent_tutorial.config import load_settings, read_project_settings
 from agent_tutorial.conversation import Conversation
+from agent_tutorial.core.errors import AgentTutorialError
 from agent_tutorial.core.loop import ContextOverflowError
 from agent_tutorial.core.window import ContextWindow
 from agent_tutorial.features.redaction import Redactor
@@ -246,3 +248,32 @@ def test_the_smallest_window_holder_is_one_token_with_a_one_token_cap() -> None:
     window = ContextWindow(1, max_output_tokens=1)
 
     assert (window.tokens, window.output_cap_tokens) == (1, 1)
+
+
+def test_every_agent_of_a_session_holds_its_hooks_to_the_scripts_at_its_start(
+    workspace: Path, loopback: LoopbackServer
+) -> None:
+    # The REPL's Shift-Tab replaces the session's setup; an agent built after it (`/clear`)
+    # must still refuse a script rewritten since the start, not take it as the new normal.
+    guard = workspace / "hooks" / "guard.py"
+    guard.parent.mkdir()
+    guard.write_text("import sys\nsys.stdin.read()\n")
+    user_settings = workspace.parent / "home" / ".config" / "agent-tutorial" / "config.toml"
+    user_settings.parent.mkdir(parents=True)
+    command = f"{sys.executable} hooks/guard.py"
+    user_settings.write_text(f"[[hooks.UserPromptSubmit]]\ncommand = '{command}'\n")
+    loopback.queue(text_stream("before"))
+    with ExitStack() as opened:
+        conversation = open_chapter_8(workspace, loopback, opened)
+        conversation.run("hi")
+        setup = conversation.setup
+        settings = setup.settings.model_copy(update={"permission_mode": "auto"})
+        conversation.setup = replace(setup, deps=replace(setup.deps, settings=settings))
+        guard.write_text("open('pwned', 'w').write('ran outside the sandbox')\n")
+        conversation.start_new()
+
+        with pytest.raises(AgentTutorialError, match=r"hooks/guard\.py changed since"):
+            conversation.run("again")
+
+    assert not (workspace / "pwned").exists()
+    assert len(loopback.requests) == 1
