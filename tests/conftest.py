@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+from tests.launcher import launched_environment, run_to_end
 from tests.loopback import LoopbackServer
 from tests.other_user import Runtime, runtime_anyone_can_reach
 from tests.terminal import Terminal
@@ -122,11 +123,14 @@ def processes_with_marker(marker: str) -> list[tuple[int, str]]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
+        launched = launched_environment(int(entry.name))
         try:
             environment = (entry / "environ").read_bytes().split(b"\0")
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
         except (OSError, UnicodeDecodeError):  # gone, or not ours to read
             continue
+        if launched is not None:  # a fork of the launcher: its environ is the launcher's
+            environment = [f"{name}={value}".encode() for name, value in launched.items()]
         if needle in environment:
             found.append((int(entry.name), command))
     return found
@@ -253,9 +257,21 @@ def run_cli_process(workspace: Path, loopback: LoopbackServer) -> RunCli:
     """Runs `agent-tutorial ARGS` as a real process against the loopback server, in
     `workspace`; it fails the test if the process outlives `timeout_s`."""
 
-    def invoke(*args: str, env: dict[str, str] | None = None, timeout_s: float = 60) -> CliRun:
+    def invoke(
+        *args: str,
+        env: dict[str, str] | None = None,
+        timeout_s: float = 60,
+        exec_fresh: bool = False,
+    ) -> CliRun:
+        """`exec_fresh`: see `tests.launcher.launch`."""
         environment = {**cli_environment(loopback), **(env or {})}
-        done = run_process(cli_command(*args), workspace, environment, timeout_s=timeout_s)
+        done = run_to_end(
+            ["-m", "agent_tutorial", *args],
+            cwd=workspace,
+            env=environment,
+            timeout_s=timeout_s,
+            exec_fresh=exec_fresh,
+        )
         return CliRun(done.returncode, done.stdout, done.stderr)
 
     return invoke

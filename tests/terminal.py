@@ -1,5 +1,6 @@
 """A real pseudo-terminal for tests: `agent-tutorial` runs as a child process on a pty
-(pexpect) and a pyte screen interprets what it writes, as a terminal emulator would.
+(see `tests.launcher`) and a pyte screen interprets what it writes, as a terminal emulator
+would.
 
 The screen answers cursor-position requests, as real terminals do, so prompt-toolkit
 draws its prompt and toolbar normally. Waiting is always on screen content with a
@@ -8,14 +9,16 @@ timeout, never a fixed sleep.
 
 from __future__ import annotations
 
+import codecs
+import errno
 import fcntl
+import io
 import os
 import pty
 import select
 import signal
 import struct
 import subprocess
-import sys
 import termios
 import time
 import tty
@@ -23,8 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pexpect
 import pyte
+
+from tests.launcher import launch
 
 WAIT_S = 20.0
 SCROLLBACK_LINES = 5000
@@ -41,13 +45,13 @@ class _Screen(pyte.HistoryScreen):
         self._reply(data)
 
 
-def _default_sigint() -> None:
-    """The child gets Ctrl-C's default behaviour even if the test runner ignores SIGINT."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _set_size(descriptor: int, columns: int, lines: int) -> None:
+    fcntl.ioctl(descriptor, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
 
 
 class Terminal:
-    """`python -m agent_tutorial ARGS` on a pty of `columns` × `lines`.
+    """`python -m agent_tutorial ARGS` on a pty of `columns` × `lines`, in its own session
+    with the pty as its controlling terminal.
 
     `fixed_size` also exports COLUMNS and LINES, which pins rich's width; leave it off to
     test a resize, where only the pty size (and SIGWINCH) may tell the program.
@@ -68,29 +72,38 @@ class Terminal:
         environment["TERM"] = "xterm-256color"
         if fixed_size:
             environment.update(COLUMNS=str(columns), LINES=str(lines))
-        self.child = pexpect.spawn(
-            sys.executable,
-            ["-m", "agent_tutorial", *args],
-            cwd=str(cwd),
-            env=environment,
-            dimensions=(lines, columns),
-            encoding="utf-8",
-            codec_errors="replace",
-            preexec_fn=_default_sigint,
-        )
-        self.screen = _Screen(columns, lines, self.child.send)
+        self._master, child_side = pty.openpty()
+        _set_size(child_side, columns, lines)
+        try:
+            self.process = launch(
+                ["-m", "agent_tutorial", *args],
+                cwd=cwd,
+                env=environment,
+                stdio=(child_side, child_side, child_side),
+                controlling_terminal=True,
+            )
+        finally:
+            os.close(child_side)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._recording: io.StringIO | None = None
+        self.screen = _Screen(columns, lines, self.type)
         self._stream = pyte.Stream(self.screen)
 
     # -- input ---------------------------------------------------------------------
     def type(self, text: str) -> None:
-        self.child.send(text)
+        data = text.encode()
+        while data:
+            data = data[os.write(self._master, data) :]
 
     def enter(self, line: str) -> None:
-        self.child.send(line + "\r")
+        self.type(line + "\r")
 
     def resize(self, columns: int, lines: int) -> None:
         self.screen.resize(lines, columns)
-        self.child.setwinsize(lines, columns)  # the child gets SIGWINCH
+        _set_size(self._master, columns, lines)  # the child gets SIGWINCH
+
+    def kill(self, signal_number: int) -> None:
+        self.process.send_signal(signal_number)
 
     # -- output --------------------------------------------------------------------
     def lines(self) -> list[str]:
@@ -100,6 +113,11 @@ class Terminal:
             "".join(line[x].data for x in range(columns)) for line in self.screen.history.top
         ]
         return [line.rstrip() for line in [*scrolled, *self.screen.display]]
+
+    def record(self) -> io.StringIO:
+        """Everything the program writes from now on, as written (escapes included)."""
+        self._recording = io.StringIO()
+        return self._recording
 
     def text(self) -> str:
         return "\n".join(self.lines())
@@ -132,6 +150,21 @@ class Terminal:
     def wait_for_text(self, text: str, timeout_s: float = WAIT_S) -> None:
         self.wait_for(lambda: text in self.text(), repr(text), timeout_s)
 
+    def wait_for_question(self, times: int = 1, timeout_s: float = WAIT_S) -> None:
+        """Until the approval question has been shown `times` times and the program reads
+        single keys (the pty neither echoes nor edits lines): a key typed sooner is dropped,
+        by design, so a test must not answer a question the program has not started
+        reading."""
+        self.wait_for(
+            lambda: self.text().count("(Esc = no)") >= times and self._reads_single_keys(),
+            f"the question ({times}) read a key at a time",
+            timeout_s,
+        )
+
+    def _reads_single_keys(self) -> bool:
+        local_modes = termios.tcgetattr(self._master)[3]  # a pty's two ends share them
+        return not local_modes & (termios.ICANON | termios.ECHO)
+
     def wait_for_prompt(self, timeout_s: float = WAIT_S) -> None:
         """Until the REPL's prompt is where the cursor is: the last turn is over."""
         self.wait_for(lambda: self.cursor_line().startswith("›"), "the prompt", timeout_s)
@@ -142,35 +175,46 @@ class Terminal:
         while self._read(0.1):
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for the exit; screen:\n{self.text()}")
-        self.child.wait()
-        status = self.child.exitstatus
-        return status if status is not None else -(self.child.signalstatus or 0)
+        try:
+            return self.process.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired as ran_on:
+            screen = self.text()
+            message = f"the pty closed but the program ran on; screen:\n{screen}"
+            raise AssertionError(message) from ran_on
 
     def hang_up(self, timeout_s: float = WAIT_S) -> int:
         """What closing the terminal window does: SIGHUP, then the exit status."""
-        self.child.kill(signal.SIGHUP)
+        self.kill(signal.SIGHUP)
         return self.wait_for_exit(timeout_s)
 
     def close(self) -> None:
         # Hang up first and let the program clean up (its sandbox's temporary directory);
-        # pexpect's terminate() follows SIGHUP with SIGINT and SIGKILL a tenth of a second
-        # later, which cut that short and left the directory behind.
-        if self.child.isalive():
+        # only a program that outlives that gets SIGKILL.
+        if self.process.poll() is None:
             try:
                 self.hang_up(timeout_s=5.0)
             except AssertionError:
-                self.child.terminate(force=True)
-        self.child.close()
+                self.kill(signal.SIGKILL)
+                self.process.wait()
+        os.close(self._master)
 
     def _read(self, timeout_s: float) -> bool:
         """Feed whatever arrives within `timeout_s` to the screen; False once the child's
         side of the pty is closed."""
+        if not select.select([self._master], [], [], timeout_s)[0]:
+            return True
         try:
-            self._stream.feed(self.child.read_nonblocking(65536, timeout=timeout_s))
-        except pexpect.TIMEOUT:
-            pass
-        except pexpect.EOF:
+            data = os.read(self._master, 65536)
+        except OSError as error:  # EIO: every process on the child's side closed it
+            if error.errno != errno.EIO:
+                raise
+            data = b""
+        if not data:
             return False
+        text = self._decoder.decode(data)
+        if self._recording is not None:
+            self._recording.write(text)
+        self._stream.feed(text)
         return True
 
 
@@ -195,17 +239,10 @@ def run_on_two_terminals(
     masters, slaves = zip(*(pty.openpty() for _ in range(2)), strict=True)
     for slave in slaves:
         tty.setraw(slave)
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, columns, 0, 0))
+        _set_size(slave, columns, 30)
     environment = {k: v for k, v in os.environ.items() if k not in {"COLUMNS", "LINES"}}
     environment.update({"TERM": "xterm-256color", **env})
-    child = subprocess.Popen(
-        [sys.executable, "-m", "agent_tutorial", *args],
-        cwd=cwd,
-        env=environment,
-        stdin=subprocess.DEVNULL,
-        stdout=slaves[0],
-        stderr=slaves[1],
-    )
+    child = launch(["-m", "agent_tutorial", *args], cwd=cwd, env=environment, stdio=(None, *slaves))
     for slave in slaves:
         os.close(slave)
     received = {master: bytearray() for master in masters}
@@ -228,7 +265,7 @@ def run_on_two_terminals(
         exit_code = child.wait(timeout=max(0.1, deadline - time.monotonic()))
     finally:
         if child.poll() is None:
-            child.kill()
+            child.send_signal(signal.SIGKILL)
             child.wait()
         for master in masters:
             os.close(master)

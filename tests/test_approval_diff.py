@@ -157,7 +157,7 @@ def test_an_edit_approval_shows_the_diff_and_one_key_answers_it(
     terminal = make_terminal("run", "-c", "3", "--sandbox", "off", columns=columns)
     terminal.wait_for_prompt()
     terminal.enter("fix add")
-    terminal.wait_for_text("Esc = no")
+    terminal.wait_for_question()
 
     shown = [line.strip("│ ") for line in terminal.lines()]
     assert "2 -    return a - b" in shown

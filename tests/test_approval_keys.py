@@ -94,7 +94,7 @@ def test_y_alone_approves_on_a_terminal(
     terminal = make_terminal("run", "-c", "3", "--sandbox", "off", columns=columns)
     terminal.wait_for_prompt()
     terminal.enter("touch a file")
-    terminal.wait_for_text("Esc = no")
+    terminal.wait_for_question()
 
     terminal.type("y")
     terminal.wait_for_text("touched")
@@ -110,7 +110,7 @@ def test_esc_alone_declines_on_a_terminal(
     terminal = make_terminal("run", "-c", "3", "--sandbox", "off", columns=columns)
     terminal.wait_for_prompt()
     terminal.enter("touch a file")
-    terminal.wait_for_text("Esc = no")
+    terminal.wait_for_question()
 
     terminal.type(ESCAPE)
     terminal.wait_for_text("not touched")
@@ -129,7 +129,7 @@ def test_t_sends_what_to_do_instead_with_the_denial(
     terminal = make_terminal("run", "-c", "3", "--sandbox", "off")
     terminal.wait_for_prompt()
     terminal.enter("touch a file")
-    terminal.wait_for_text("Esc = no")
+    terminal.wait_for_question()
 
     terminal.type("t")
     terminal.wait_for_text("What should it do instead?")

@@ -423,7 +423,7 @@ def test_sigterm_at_the_repl_prompt_ends_it_with_143(make_terminal: MakeTerminal
     terminal = make_terminal("run", "--chapter", "2")
     terminal.wait_for_prompt()
 
-    terminal.child.kill(signal.SIGTERM)
+    terminal.kill(signal.SIGTERM)
 
     assert terminal.wait_for_exit() == 143
     assert "error: interrupted by SIGTERM" in terminal.flat_text()
@@ -438,7 +438,7 @@ def test_sighup_during_a_repl_turn_stops_the_tool_and_keeps_the_session_paired(
     terminal.enter("wait")
     assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
 
-    terminal.child.kill(signal.SIGHUP)
+    terminal.kill(signal.SIGHUP)
 
     assert terminal.wait_for_exit() == 129
     assert processes_with_marker(marker) == []

@@ -65,6 +65,7 @@ from tests.contracts import (
     wire_summary,
     write_text_file,
 )
+from tests.launcher import run_to_end
 from tests.lesson_support import CHAPTERS, LESSONS, lesson_path, load_lesson
 from tests.loopback import (
     LoopbackServer,
@@ -107,15 +108,11 @@ def run_lesson(workspace: Path, loopback: LoopbackServer) -> Iterator[RunLesson]
     def run(
         chapter: int, *args: str, prompt: str = "go", env: dict[str, str] | None = None
     ) -> CliRun:
-        done = subprocess.run(
-            lesson_command(chapter, "--prompt", prompt, *args),
+        done = run_to_end(
+            [str(lesson_path(chapter)), "--prompt", prompt, *args],
             cwd=workspace,
             env=lesson_environment(loopback, env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
+            timeout_s=120,
         )
         assert_every_request_fits_strict_servers(loopback)  # every run, every lesson
         return CliRun(done.returncode, done.stdout, done.stderr)

@@ -607,7 +607,7 @@ def test_on_a_terminal_a_call_is_asked_for_and_the_answer_decides(
     user_config(workspace, server_table("tiny", marker))
     loopback.queue(tool_stream([("c1", "mcp__tiny__echo", {"text": "asked"})]), text_stream("done"))
     terminal = make_terminal("run", "-p", "go")
-    terminal.wait_for_text("(Esc = no)")
+    terminal.wait_for_question()
 
     assert "mcp__tiny__echo wants permission" in terminal.flat_text()
     terminal.type(answer)  # one key, no Enter

@@ -129,7 +129,7 @@ def test_a_denied_write_asks_on_the_terminal_and_one_key_answers(
     terminal.wait_for_prompt()
     terminal.enter("make it")
     terminal.wait_for_text("outside the sandbox")
-    terminal.wait_for_text("Esc = no")
+    terminal.wait_for_question()
 
     terminal.type(key)
     terminal.wait_for_text("done")

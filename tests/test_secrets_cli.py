@@ -94,6 +94,7 @@ def test_planted_secrets_reach_no_request_and_no_file(
         "--prompt",
         "look around",
         env=PLANTED_ENVIRONMENT,
+        exec_fresh=True,  # the command reads the agent's /proc/PID/environ
     )
 
     assert run.exit_code == 0, run.stderr

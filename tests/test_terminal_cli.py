@@ -308,8 +308,14 @@ def test_ctrl_c_then_a_prompt_then_ctrl_c_stays_and_ctrl_d_leaves_with_0(
     terminal.wait_for_text("answered")
     terminal.wait_for_prompt()
     terminal.type(CTRL_C)  # one Ctrl-C since the last prompt: it asks again
-    terminal.wait_for(lambda: terminal.text().count("press Ctrl-C again") == 2, "the second ask")
-    terminal.type(CTRL_D)
+    terminal.wait_for(
+        lambda: (
+            terminal.text().count("press Ctrl-C again") == 2
+            and terminal.cursor_line().startswith("›")
+        ),
+        "the second ask and the prompt after it",
+    )
+    terminal.type(CTRL_D)  # once the prompt reads keys: a ^D typed ahead is the tty's EOF
 
     assert terminal.wait_for_exit() == 0
     assert len(loopback.requests) == 1

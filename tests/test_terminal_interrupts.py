@@ -30,7 +30,7 @@ def test_ctrl_c_at_the_approval_prompt_cancels_the_repl_turn(
     terminal = make_terminal("run", "--chapter", "3")
     terminal.wait_for_prompt()
     terminal.enter("touch a file")
-    terminal.wait_for_text("Allow?")
+    terminal.wait_for_question()
 
     terminal.type(CTRL_C)
 
@@ -57,7 +57,7 @@ def test_ctrl_c_at_the_approval_prompt_ends_a_one_shot_run_with_130(
 ) -> None:
     loopback.queue(tool_stream(TOUCH))
     terminal = make_terminal("run", "--chapter", "3", "--prompt", "touch a file")
-    terminal.wait_for_text("Allow?")
+    terminal.wait_for_question()
 
     terminal.type(CTRL_C)
 
@@ -112,7 +112,7 @@ def test_ctrl_c_during_a_tool_leaves_its_finished_line_in_the_repl(
     terminal.wait_for_prompt()
     terminal.enter("wait")
     if chapter == "3":
-        terminal.wait_for_text("Allow?")
+        terminal.wait_for_question()
         terminal.enter("y")
     assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
 

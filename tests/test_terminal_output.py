@@ -121,7 +121,7 @@ def test_an_approval_panel_shows_a_long_command_whole_at_80_columns(
     terminal = make_terminal("run", "--chapter", "3", columns=80)
     terminal.wait_for_prompt()
     terminal.enter("clean up")
-    terminal.wait_for_text("Allow?")
+    terminal.wait_for_question()
 
     shown = terminal.flat_text()
 

@@ -7,7 +7,6 @@ character escaped."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Callable
@@ -162,8 +161,7 @@ def test_with_no_color_the_terminal_gets_no_colour_and_no_escape_from_the_model(
 
 def ask_in_repl(terminal: Terminal, prompt: str, until: str) -> str:
     """Send one prompt and wait for `until` and the next prompt; what the REPL wrote."""
-    written = io.StringIO()
-    terminal.child.logfile_read = written
+    written = terminal.record()
     terminal.wait_for_prompt()
     terminal.enter(prompt)
     terminal.wait_for_text(until)

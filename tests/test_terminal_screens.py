@@ -321,7 +321,7 @@ def test_a_120_line_command_keeps_its_first_line_on_screen_with_the_question(
 ) -> None:
     loopback.queue(tool_stream([("c1", "bash", {"command": LONG_COMMAND})]), text_stream("not run"))
     terminal = make_terminal("run", "-c", "3", "-p", "go", columns=columns, lines=30)
-    terminal.wait_for_text("(Esc = no)")
+    terminal.wait_for_question()
 
     screen = "\n".join(terminal.screen.display)
     assert "echo step0 " in screen and "bash wants permission" in screen
@@ -329,7 +329,7 @@ def test_a_120_line_command_keeps_its_first_line_on_screen_with_the_question(
     assert "echo step119" not in terminal.text()
 
     terminal.type("v")  # one key, no Enter
-    terminal.wait_for(lambda: terminal.text().count("(Esc = no)") == 2, "the question again")
+    terminal.wait_for_question(times=2)
     assert "echo step119 " in terminal.text()  # shown whole, above
     screen = "\n".join(terminal.screen.display)
     assert "echo step0 " in screen and "(Esc = no)" in screen
