@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
-from tests.launcher import launched_environment, run_to_end
+from tests.launcher import Started, launched_environment, run_to_end, start
 from tests.loopback import LoopbackServer
 from tests.other_user import Runtime, runtime_anyone_can_reach
 from tests.terminal import Terminal
@@ -440,19 +440,10 @@ def run_cli_measuring_peak_rss(
     )
 
 
-def start_cli(
-    workspace: Path, loopback: LoopbackServer, *args: str, output: int = -1
-) -> subprocess.Popen[bytes]:
+def start_cli(workspace: Path, loopback: LoopbackServer, *args: str) -> Started:
     """`agent-tutorial ARGS` started as a real process in `workspace` against the loopback
-    server, stdin empty; stdout and stderr go to `output` (default: pipes)."""
-    return subprocess.Popen(
-        cli_command(*args),
-        cwd=workspace,
-        env=cli_environment(loopback),
-        stdin=subprocess.DEVNULL,
-        stdout=output,
-        stderr=output,
-    )
+    server, stdin empty, its output on pipes."""
+    return start(cli_command(*args)[1:], cwd=workspace, env=cli_environment(loopback))
 
 
 def cli_environment(loopback: LoopbackServer) -> dict[str, str]:

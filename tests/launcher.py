@@ -69,14 +69,16 @@ def launch(
     env: Mapping[str, str],
     stdio: tuple[int | None, int, int],
     controlling_terminal: bool = False,
+    new_session: bool = False,
     exec_fresh: bool = False,
 ) -> Child:
     """`python PYTHON_ARGS` — `-m MODULE ARGS` or `SCRIPT ARGS` — with `stdio` as its
-    descriptors 0, 1 and 2 (stdin None: empty); with `controlling_terminal`, in a new
-    session whose terminal is `stdio[0]`. The caller keeps (and closes) its own copies of
-    the descriptors. `exec_fresh` always execs: for a test that reads what only an exec
-    sets, such as the agent's `/proc/PID/environ`."""
-    request = _Request(list(python_args), str(cwd), dict(env), controlling_terminal)
+    descriptors 0, 1 and 2 (stdin None: empty); with `new_session`, in a session (and
+    process group) of its own, as a terminal's foreground job; with `controlling_terminal`
+    also, that session's terminal is `stdio[0]`. The caller keeps (and closes) its own
+    copies of the descriptors. `exec_fresh` always execs: for a test that reads what only
+    an exec sets, such as the agent's `/proc/PID/environ`."""
+    request = _Request(list(python_args), str(cwd), dict(env), controlling_terminal, new_session)
     stdin = os.open(os.devnull, os.O_RDONLY) if stdio[0] is None else stdio[0]
     try:
         launcher = _launcher()
@@ -97,6 +99,11 @@ class _Request:
     cwd: str
     env: dict[str, str]
     controlling_terminal: bool
+    new_session: bool
+
+    @property
+    def own_session(self) -> bool:
+        return self.new_session or self.controlling_terminal
 
 
 def _executed(request: _Request, stdio: tuple[int, int, int]) -> Child:
@@ -112,7 +119,7 @@ def _executed(request: _Request, stdio: tuple[int, int, int]) -> Child:
         stdin=stdio[0],
         stdout=stdio[1],
         stderr=stdio[2],
-        start_new_session=request.controlling_terminal,
+        start_new_session=request.own_session,
         preexec_fn=become_the_terminals_session_leader,
     )
 
@@ -294,8 +301,9 @@ def _report_ended(children: dict[int, socket.socket]) -> None:
 def _run_as_main(request: _Request, fds: list[int]) -> NoReturn:
     """Becomes `python PYTHON_ARGS`, runs it and exits as it would."""
     _reset_signals()
-    if request.controlling_terminal:
+    if request.own_session:
         os.setsid()
+    if request.controlling_terminal:
         fcntl.ioctl(fds[0], termios.TIOCSCTTY, 0)
     for target, descriptor in enumerate(fds):
         os.dup2(descriptor, target)
@@ -394,6 +402,95 @@ def _rebuild_stdio() -> None:
         setattr(sys, name, stream)  # rich and prompt-toolkit consult these too
 
 
+class Started:
+    """A started `python PYTHON_ARGS` with no input and its output on pipes: as much of
+    `subprocess.Popen(..., stdin=DEVNULL, stdout=PIPE, stderr=PIPE)` as the tests use.
+    Leaving its `with` block kills it if it still runs, as a failed test needs."""
+
+    def __init__(self, child: Child, argv: list[str], outputs: tuple[int, int]) -> None:
+        self.pid = child.pid
+        self.args = argv
+        self.returncode: int | None = None
+        self._child = child
+        self._outputs = outputs
+        self._received = {descriptor: bytearray() for descriptor in outputs}
+        self._closed: set[int] = set()  # pipes read to their end
+
+    def poll(self) -> int | None:
+        self.returncode = self._child.poll()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self.returncode = self._child.wait(timeout)
+        return self.returncode
+
+    def send_signal(self, signal_number: int) -> None:
+        self._child.send_signal(signal_number)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, timeout: float | None = None) -> tuple[bytes, bytes]:
+        """Its whole output once both pipes close, and its return code in `returncode`;
+        `subprocess.TimeoutExpired` (the process left running) past `timeout`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        still_open = [fd for fd in self._outputs if fd not in self._closed]
+        while still_open:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            for descriptor in select.select(still_open, [], [], remaining)[0]:
+                data = os.read(descriptor, 65536)
+                if data:
+                    self._received[descriptor] += data
+                else:
+                    still_open.remove(descriptor)
+                    self._closed.add(descriptor)
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        self.wait(left)
+        out, err = self._outputs
+        return bytes(self._received[out]), bytes(self._received[err])
+
+    def __enter__(self) -> Started:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.poll() is None:
+            self.kill()
+            self.wait()
+        for descriptor in self._outputs:
+            os.close(descriptor)
+
+
+def start(
+    python_args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    new_session: bool = False,
+    exec_fresh: bool = False,
+) -> Started:
+    """`python PYTHON_ARGS` started with no input and its output on pipes (see `launch`)."""
+    (out_read, out_write), (err_read, err_write) = os.pipe(), os.pipe()
+    try:
+        child = launch(
+            python_args,
+            cwd=cwd,
+            env=env,
+            stdio=(None, out_write, err_write),
+            new_session=new_session,
+            exec_fresh=exec_fresh,
+        )
+    except BaseException:  # nothing started: nothing will read these either
+        os.close(out_read)
+        os.close(err_read)
+        raise
+    finally:
+        os.close(out_write)
+        os.close(err_write)
+    return Started(child, [sys.executable, *python_args], (out_read, err_read))
+
+
 def run_to_end(
     python_args: Sequence[str],
     *,
@@ -405,44 +502,13 @@ def run_to_end(
     """`python PYTHON_ARGS` with no input, run to its end with its output read
     as `subprocess.run(..., capture_output=True, text=True, timeout=timeout_s)` reads it;
     a run past `timeout_s` is killed and raises `subprocess.TimeoutExpired`."""
-    argv = [sys.executable, *python_args]
-    (out_read, out_write), (err_read, err_write) = os.pipe(), os.pipe()
-    stdio = (None, out_write, err_write)
-    child = launch(python_args, cwd=cwd, env=env, stdio=stdio, exec_fresh=exec_fresh)
-    os.close(out_write)
-    os.close(err_write)
-    received = {out_read: bytearray(), err_read: bytearray()}
-    deadline = time.monotonic() + timeout_s
-    try:
-        _read_to_the_end(received, deadline, argv, timeout_s)
-        returncode = child.wait(max(0.0, deadline - time.monotonic()))
-    finally:
-        if child.poll() is None:
-            child.send_signal(signal.SIGKILL)
-            child.wait()
-        for descriptor in received:
-            os.close(descriptor)
+    with start(python_args, cwd=cwd, env=env, exec_fresh=exec_fresh) as started:
+        stdout, stderr = started.communicate(timeout_s)
     return subprocess.CompletedProcess(
-        argv, returncode, _as_text(received[out_read]), _as_text(received[err_read])
+        started.args, started.wait(), as_text(stdout), as_text(stderr)
     )
 
 
-def _read_to_the_end(
-    received: dict[int, bytearray], deadline: float, argv: list[str], timeout_s: float
-) -> None:
-    still_open = list(received)
-    while still_open:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise subprocess.TimeoutExpired(argv, timeout_s)
-        for descriptor in select.select(still_open, [], [], remaining)[0]:
-            data = os.read(descriptor, 65536)
-            if data:
-                received[descriptor] += data
-            else:
-                still_open.remove(descriptor)
-
-
-def _as_text(data: bytearray) -> str:
+def as_text(data: bytes) -> str:
     """What `text=True` makes of output: the locale's decoding, universal newlines."""
-    return io.TextIOWrapper(io.BytesIO(bytes(data))).read()
+    return io.TextIOWrapper(io.BytesIO(data)).read()

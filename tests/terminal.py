@@ -50,8 +50,8 @@ def _set_size(descriptor: int, columns: int, lines: int) -> None:
 
 
 class Terminal:
-    """`python -m agent_tutorial ARGS` on a pty of `columns` × `lines`, in its own session
-    with the pty as its controlling terminal.
+    """`python -m agent_tutorial ARGS` (or `python PROGRAM ARGS`) on a pty of `columns` ×
+    `lines`, in its own session with the pty as its controlling terminal.
 
     `fixed_size` also exports COLUMNS and LINES, which pins rich's width; leave it off to
     test a resize, where only the pty size (and SIGWINCH) may tell the program.
@@ -66,6 +66,7 @@ class Terminal:
         columns: int = 80,
         lines: int = 30,
         fixed_size: bool = True,
+        program: Sequence[str] = ("-m", "agent_tutorial"),
     ) -> None:
         environment = {k: v for k, v in os.environ.items() if k not in {"COLUMNS", "LINES"}}
         environment.update(env)
@@ -76,7 +77,7 @@ class Terminal:
         _set_size(child_side, columns, lines)
         try:
             self.process = launch(
-                ["-m", "agent_tutorial", *args],
+                [*program, *args],
                 cwd=cwd,
                 env=environment,
                 stdio=(child_side, child_side, child_side),
@@ -147,8 +148,9 @@ class Terminal:
                     raise AssertionError(f"the program ended before {what}; screen:\n{self.text()}")
                 return
 
-    def wait_for_text(self, text: str, timeout_s: float = WAIT_S) -> None:
-        self.wait_for(lambda: text in self.text(), repr(text), timeout_s)
+    def wait_for_text(self, text: str, timeout_s: float = WAIT_S, *, times: int = 1) -> None:
+        """Until `text` has been shown `times` times."""
+        self.wait_for(lambda: self.text().count(text) >= times, f"{text!r} × {times}", timeout_s)
 
     def wait_for_question(self, times: int = 1, timeout_s: float = WAIT_S) -> None:
         """Until the approval question has been shown `times` times and the program reads

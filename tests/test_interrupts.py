@@ -281,17 +281,13 @@ def interrupt_cli_during_sleep(
     loopback.queue(tool_stream([("call-sleep", "bash", arguments)]))
     arguments_ = ("run", "--chapter", "2", "--prompt", "wait", "--output-format", output_format)
     with start_cli(workspace, loopback, *arguments_) as cli:
-        try:
-            assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
-            cli.send_signal(signal_number)
-            sent_at = time.monotonic()
-            stdout, stderr = cli.communicate(timeout=WAIT_S)
-            seconds = time.monotonic() - sent_at
-        finally:
-            if cli.poll() is None:
-                cli.kill()
+        assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
+        cli.send_signal(signal_number)
+        sent_at = time.monotonic()
+        stdout, stderr = cli.communicate(timeout=WAIT_S)
+        seconds = time.monotonic() - sent_at
     leftovers = processes_with_marker(marker)
-    return InterruptedRun(cli.returncode, seconds, stderr.decode(), leftovers, stdout.decode())
+    return InterruptedRun(cli.wait(), seconds, stderr.decode(), leftovers, stdout.decode())
 
 
 def test_ctrl_c_in_a_one_shot_run_exits_130_promptly_leaving_nothing(

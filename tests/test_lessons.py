@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pexpect
 import pytest
 
 from agent_tutorial.features.compaction import (
@@ -65,7 +64,7 @@ from tests.contracts import (
     wire_summary,
     write_text_file,
 )
-from tests.launcher import run_to_end
+from tests.launcher import as_text, run_to_end, start
 from tests.lesson_support import CHAPTERS, LESSONS, lesson_path, load_lesson
 from tests.loopback import (
     LoopbackServer,
@@ -77,12 +76,9 @@ from tests.loopback import (
     text_stream,
     tool_stream,
 )
+from tests.terminal import Terminal
 
 RunLesson = Callable[..., CliRun]
-
-
-def lesson_command(chapter: int, *args: str) -> list[str]:
-    return [sys.executable, str(lesson_path(chapter)), *args]
 
 
 def lesson_environment(
@@ -241,25 +237,17 @@ def test_ctrl_c_while_bash_runs_ends_the_lesson_with_130_and_one_line_leaving_no
     loopback.quirks = STRICT_SERVER
     loopback.queue(tool_stream([("b1", "bash", {"command": "sleep 60"})]))
 
-    with subprocess.Popen(
-        lesson_command(chapter, "--prompt", "wait", *auto(chapter)),
+    with start(
+        [str(lesson_path(chapter)), "--prompt", "wait", *auto(chapter)],
         cwd=workspace,
         env=lesson_environment(loopback),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
+        new_session=True,  # its own process group, as a terminal's foreground job
     ) as lesson:
-        try:
-            assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
-            # Ctrl-C on a terminal signals the whole foreground group, lesson and bash alike
-            # (signalling the lesson alone raced with subprocess start-up under load).
-            os.killpg(lesson.pid, signal.SIGINT)
-            stdout, stderr = lesson.communicate(timeout=WAIT_S)
-        finally:
-            if lesson.poll() is None:
-                lesson.kill()
+        assert wait_until(lambda: sleeping(marker)), "bash never started sleeping"
+        # Ctrl-C on a terminal signals the whole foreground group, lesson and bash alike
+        # (signalling the lesson alone raced with subprocess start-up under load).
+        os.killpg(lesson.pid, signal.SIGINT)
+        stdout, stderr = map(as_text, lesson.communicate(timeout=WAIT_S))
 
     assert lesson.returncode == 130, stderr
     assert stderr.splitlines()[-1:] == ["error: interrupted"]
@@ -495,24 +483,20 @@ def test_ch3_on_a_terminal_the_user_is_asked_and_the_answer_decides(
         ),
         text_stream("One of two."),
     )
-    command, *args = lesson_command(3, "--prompt", "write both")
-    child = pexpect.spawn(
-        command,
-        args,
-        cwd=str(workspace),
+    terminal = Terminal(
+        ["--prompt", "write both"],
+        program=[str(lesson_path(3))],
+        cwd=workspace,
         env=lesson_environment(loopback),
-        encoding="utf-8",
-        timeout=60,
     )
     try:
-        for answer in ("y", "n"):
-            child.expect_exact("Allow? [y/N] ")
-            child.sendline(answer)
-        child.expect(pexpect.EOF)
+        for asked, answer in enumerate(("y", "n"), start=1):
+            terminal.wait_for_text("Allow? [y/N]", times=asked)
+            terminal.enter(answer)
+        assert terminal.wait_for_exit() == 0
     finally:
-        child.close(force=True)
+        terminal.close()
 
-    assert child.exitstatus == 0
     assert (workspace / "yes.txt").read_text() == "approved"
     assert not (workspace / "no.txt").exists()
     assert tool_reply_for(loopback, 1, "w2") == "Error [permission_denied]: the user said no"
