@@ -33,6 +33,12 @@ from tests.terminal import Terminal
 
 MakeTerminal = Callable[..., Terminal]
 TINY_SERVER = Path(__file__).parent / "mcp_fixtures" / "tiny_server.py"
+GLOSSARY_SERVER = Path(__file__).parent.parent / "chapters" / "offline" / "lesson_mcp_server.py"
+"""Lesson 9's server, standard library only, with one tool (`define`): for the tests where
+any server will do, since it starts in milliseconds where the SDK's takes a second of CPU.
+It also shows the agent working with a server the SDK did not write."""
+DEFINE = ("c1", "mcp__glossary__define", {"term": "MCP"})
+DEFINITION = "Model Context Protocol: "
 
 
 def server_table(name: str, marker: str, *args: str, **options: object) -> str:
@@ -46,6 +52,11 @@ def server_table(name: str, marker: str, *args: str, **options: object) -> str:
         *(f"{key} = {json.dumps(value)}" for key, value in options.items()),
     ]
     return "\n".join(lines) + "\n"
+
+
+def glossary_table(marker: str, **options: object) -> str:
+    """A `[mcp_servers.glossary]` table running lesson 9's server."""
+    return server_table("glossary", marker, str(GLOSSARY_SERVER), **options)
 
 
 def user_config(workspace: Path, text: str) -> None:
@@ -126,13 +137,13 @@ def test_an_untrusted_projects_server_is_not_started(
 def test_a_trusted_projects_server_starts(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
 ) -> None:
-    write_state(workspace, "config.toml", server_table("tiny", marker))
+    write_state(workspace, "config.toml", glossary_table(marker))
     loopback.queue(text_stream("done"))
 
     result = run_cli("run", "--trust-project", "--prompt", "hi")
 
     assert result.exit_code == 0, result.stderr
-    assert "mcp__tiny__echo" in offered_tools(loopback.requests[0])
+    assert "mcp__glossary__define" in offered_tools(loopback.requests[0])
 
 
 def test_a_server_in_mcp_json_starts_in_a_trusted_folder(
@@ -140,18 +151,18 @@ def test_a_server_in_mcp_json_starts_in_a_trusted_folder(
 ) -> None:
     entry = {
         "command": sys.executable,
-        "args": [str(TINY_SERVER)],
+        "args": [str(GLOSSARY_SERVER)],
         "env": {MARKER_VARIABLE: marker},
     }
-    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"tiny": entry}}))
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"glossary": entry}}))
     loopback.queue(text_stream("done"), text_stream("done"))
 
     untrusted = run_cli("run", "--prompt", "hi")
     trusted = run_cli("run", "--trust-project", "--prompt", "hi")
 
     assert untrusted.exit_code == trusted.exit_code == 0, trusted.stderr
-    assert "mcp__tiny__echo" not in offered_tools(loopback.requests[0])
-    assert "mcp__tiny__echo" in offered_tools(loopback.requests[1])
+    assert "mcp__glossary__define" not in offered_tools(loopback.requests[0])
+    assert "mcp__glossary__define" in offered_tools(loopback.requests[1])
 
 
 def test_an_invalid_entry_is_a_configuration_error_naming_file_and_key(
@@ -198,7 +209,7 @@ def test_a_server_that_fails_costs_one_warning_and_its_tools(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
 ) -> None:
     broken = server_table("broken", marker, "-c", "raise SystemExit('no such thing')")
-    user_config(workspace, broken + server_table("tiny", marker))
+    user_config(workspace, broken + glossary_table(marker))
     loopback.queue(text_stream("done"))
 
     result = run_cli("run", "--prompt", "hi")
@@ -207,37 +218,42 @@ def test_a_server_that_fails_costs_one_warning_and_its_tools(
     warnings = [line for line in result.stderr.splitlines() if "MCP server" in line]
     assert len(warnings) == 1 and "'broken'" in warnings[0]
     offered = offered_tools(loopback.requests[0])
-    assert "mcp__tiny__echo" in offered
+    assert "mcp__glossary__define" in offered
     assert not [name for name in offered if name.startswith("mcp__broken")]
 
 
 def test_a_call_is_asked_for_and_denied_without_a_terminal(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
 ) -> None:
-    user_config(workspace, server_table("tiny", marker))
-    loopback.queue(tool_stream([("c1", "mcp__tiny__echo", {"text": "x"})]), text_stream("ok"))
+    user_config(workspace, glossary_table(marker))
+    loopback.queue(tool_stream([DEFINE]), text_stream("ok"))
 
     result = run_cli("run", "--prompt", "hi")
 
     assert result.exit_code == 0, result.stderr
-    assert "echo: x" not in tool_contents(loopback.requests[1])["c1"]
+    assert tool_contents(loopback.requests[1])["c1"].startswith("Error [permission_denied]")
 
 
 def test_accept_edits_does_not_allow_a_call(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
 ) -> None:
-    user_config(workspace, server_table("tiny", marker))
-    loopback.queue(tool_stream([("c1", "mcp__tiny__echo", {"text": "x"})]), text_stream("ok"))
+    user_config(workspace, glossary_table(marker))
+    loopback.queue(tool_stream([DEFINE]), text_stream("ok"))
 
     result = run_cli("run", "--permission-mode", "accept-edits", "--prompt", "hi")
 
     assert result.exit_code == 0, result.stderr
-    assert "echo: x" not in tool_contents(loopback.requests[1])["c1"]
+    assert tool_contents(loopback.requests[1])["c1"].startswith("Error [permission_denied]")
 
 
 @pytest.mark.parametrize(
     ("rule_tool", "allowed"),
-    [("mcp__tiny__*", True), ("mcp__tiny__echo", True), ("mcp__other__*", False)],
+    [
+        ("mcp__glossary__*", True),
+        ("mcp__glossary__define", True),
+        ("mcp__glossary__def", False),
+        ("mcp__other__*", False),
+    ],
 )
 def test_an_allow_rule_with_a_glob_covers_a_servers_tools(
     workspace: Path,
@@ -248,13 +264,13 @@ def test_an_allow_rule_with_a_glob_covers_a_servers_tools(
     allowed: bool,
 ) -> None:
     rule = f'[[permissions.rules]]\ntool = "{rule_tool}"\nbehavior = "allow"\n'
-    user_config(workspace, server_table("tiny", marker) + rule)
-    loopback.queue(tool_stream([("c1", "mcp__tiny__echo", {"text": "x"})]), text_stream("ok"))
+    user_config(workspace, glossary_table(marker) + rule)
+    loopback.queue(tool_stream([DEFINE]), text_stream("ok"))
 
     result = run_cli("run", "--prompt", "hi")
 
     assert result.exit_code == 0, result.stderr
-    assert (tool_contents(loopback.requests[1])["c1"] == "echo: x") is allowed
+    assert tool_contents(loopback.requests[1])["c1"].startswith(DEFINITION) is allowed
 
 
 def test_a_tools_error_is_a_paired_tool_error(
@@ -344,7 +360,7 @@ def test_stream_json_init_names_each_server_and_its_tools(
 ) -> None:
     broken = server_table("broken", marker, "-c", "raise SystemExit(1)")
     off = server_table("off", marker, enabled=False)
-    user_config(workspace, server_table("tiny", marker) + broken + off)
+    user_config(workspace, glossary_table(marker) + broken + off)
     loopback.queue(text_stream("done"))
 
     result = run_cli("run", "--output-format", "stream-json", "--prompt", "hi")
@@ -353,10 +369,10 @@ def test_stream_json_init_names_each_server_and_its_tools(
     init = json.loads(result.stdout.splitlines()[0])
     assert init["subtype"] == "init"
     assert init["mcp_servers"] == [
-        {"name": "tiny", "status": "connected"},
+        {"name": "glossary", "status": "connected"},
         {"name": "broken", "status": "failed"},
     ]
-    assert "mcp__tiny__echo" in init["tools"]
+    assert "mcp__glossary__define" in init["tools"]
 
 
 def test_mcp_list_shows_servers_tools_and_failures_without_model_settings(
@@ -451,12 +467,12 @@ def test_a_pre_tool_use_hook_sees_the_full_name_and_can_block_a_call(
         "sys.exit(2)\n"
     )
     command = f"{sys.executable} {hook}"
-    hooks = f'[[hooks.PreToolUse]]\nmatcher = "mcp__tiny__.*"\ncommand = {json.dumps(command)}\n'
-    user_config(workspace, server_table("tiny", marker) + hooks)
+    hooks = (
+        f'[[hooks.PreToolUse]]\nmatcher = "mcp__glossary__.*"\ncommand = {json.dumps(command)}\n'
+    )
+    user_config(workspace, glossary_table(marker) + hooks)
     loopback.queue(
-        tool_stream(
-            [("c1", "mcp__tiny__echo", {"text": "x"}), ("c2", "bash", {"command": "true"})]
-        ),
+        tool_stream([DEFINE, ("c2", "bash", {"command": "true"})]),
         text_stream("ok"),
     )
 
@@ -468,7 +484,7 @@ def test_a_pre_tool_use_hook_sees_the_full_name_and_can_block_a_call(
         contents["c1"].startswith("Error [hook_blocked]") and "no glossary today" in contents["c1"]
     )
     assert not contents["c2"].startswith("Error")  # the matcher's other side: bash runs
-    assert json.loads(seen.read_text())["tool_name"] == "mcp__tiny__echo"
+    assert json.loads(seen.read_text())["tool_name"] == "mcp__glossary__define"
 
 
 def test_a_secret_in_a_result_is_masked_before_the_model_sees_it(
@@ -512,13 +528,9 @@ def test_sigterm_during_a_call_leaves_no_server_behind(
     loopback.queue(tool_stream([("c1", "mcp__tiny__slow", {"seconds": 60})]))
     arguments = ("run", "-y", "--prompt", "wait")
     with start_cli(workspace, loopback, *arguments) as cli:
-        try:
-            assert wait_until(lambda: (workspace / "slow-started").exists())
-            cli.send_signal(signal.SIGTERM)
-            _, stderr = cli.communicate(timeout=WAIT_S)
-        finally:
-            if cli.poll() is None:
-                cli.kill()
+        assert wait_until(lambda: (workspace / "slow-started").exists())
+        cli.send_signal(signal.SIGTERM)
+        _, stderr = cli.communicate(timeout=WAIT_S)
 
     assert cli.returncode == 143, stderr
     assert processes_with_marker(marker) == []
@@ -561,41 +573,41 @@ def test_the_repl_shows_the_servers_and_counts_their_schemas(
     workspace: Path, make_terminal: MakeTerminal, marker: str
 ) -> None:
     broken = server_table("broken", marker, "-c", "raise SystemExit('no such thing')")
-    user_config(workspace, server_table("tiny", marker) + broken)
+    user_config(workspace, glossary_table(marker) + broken)
     terminal = make_terminal("run", "--model", "demo")
     terminal.wait_for_prompt()
 
     terminal.enter("/mcp")
-    terminal.wait_for_text("mcp__tiny__slow")
+    terminal.wait_for_text("mcp__glossary__define")
     terminal.enter("/context")
     terminal.wait_for_text("tokens so far")
 
     text = terminal.flat_text()
-    assert "tiny: connected, 7 tool(s)" in text
+    assert "glossary: connected, 1 tool(s)" in text
     assert "broken: failed:" in text
-    assert re.search(r"MCP tools +7 tool\(s\), [\d,]+ bytes of schemas", text)
+    assert re.search(r"MCP tools +1 tool\(s\), [\d,]+ bytes of schemas", text)
 
 
 def test_trust_covers_the_script_a_projects_server_runs(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
 ) -> None:
     script = workspace / "server.py"
-    script.write_text(TINY_SERVER.read_text())
-    write_state(workspace, "config.toml", server_table("tiny", marker, "server.py"))
+    script.write_text(GLOSSARY_SERVER.read_text())
+    write_state(workspace, "config.toml", server_table("glossary", marker, "server.py"))
     assert run_cli("trust").exit_code == 0
     loopback.queue(text_stream("done"), text_stream("done"))
 
     trusted = run_cli("run", "--prompt", "hi")
-    script.write_text(TINY_SERVER.read_text() + "\n# changed after the folder was trusted\n")
+    script.write_text(GLOSSARY_SERVER.read_text() + "\n# changed after the folder was trusted\n")
     changed = run_cli("run", "--prompt", "hi")
 
     assert trusted.exit_code == changed.exit_code == 0, changed.stderr
-    assert "mcp__tiny__echo" in offered_tools(loopback.requests[0])
-    assert "mcp__tiny__echo" not in offered_tools(loopback.requests[1])
+    assert "mcp__glossary__define" in offered_tools(loopback.requests[0])
+    assert "mcp__glossary__define" not in offered_tools(loopback.requests[1])
     assert "changed since trusted: mcp server file server.py" in changed.stderr
 
 
-@pytest.mark.parametrize(("answer", "reply"), [("y", "echo: asked"), ("n", "declined")])
+@pytest.mark.parametrize(("answer", "reply"), [("y", DEFINITION), ("n", "declined")])
 def test_on_a_terminal_a_call_is_asked_for_and_the_answer_decides(
     workspace: Path,
     loopback: LoopbackServer,
@@ -604,12 +616,12 @@ def test_on_a_terminal_a_call_is_asked_for_and_the_answer_decides(
     answer: str,
     reply: str,
 ) -> None:
-    user_config(workspace, server_table("tiny", marker))
-    loopback.queue(tool_stream([("c1", "mcp__tiny__echo", {"text": "asked"})]), text_stream("done"))
+    user_config(workspace, glossary_table(marker))
+    loopback.queue(tool_stream([DEFINE]), text_stream("done"))
     terminal = make_terminal("run", "-p", "go")
     terminal.wait_for_question()
 
-    assert "mcp__tiny__echo wants permission" in terminal.flat_text()
+    assert "mcp__glossary__define wants permission" in terminal.flat_text()
     terminal.type(answer)  # one key, no Enter
     assert terminal.wait_for_exit() == 0
     assert reply in tool_contents(loopback.requests[1])["c1"]
@@ -621,14 +633,12 @@ def test_a_sandboxed_server_whose_script_lies_under_tmp_still_starts(
     # The sandbox's /tmp is the session's own, which hid a server kept in a checkout under
     # the host's /tmp (CI clones into one): the script's folder is shown again, read-only.
     with tempfile.TemporaryDirectory(dir="/tmp") as checkout:
-        script = Path(checkout) / "tiny_server.py"
-        script.write_text(TINY_SERVER.read_text())
-        user_config(workspace, server_table("tiny", marker, str(script)))
-        loopback.queue(
-            tool_stream([("c1", "mcp__tiny__echo", {"text": "seen"})]), text_stream("ok")
-        )
+        script = Path(checkout) / "glossary_server.py"
+        script.write_text(GLOSSARY_SERVER.read_text())
+        user_config(workspace, server_table("glossary", marker, str(script)))
+        loopback.queue(tool_stream([DEFINE]), text_stream("ok"))
 
         result = run_cli("run", "-y", "--prompt", "hi")
 
     assert result.exit_code == 0, result.stderr
-    assert "echo: seen" in tool_contents(loopback.requests[1])["c1"]
+    assert tool_contents(loopback.requests[1])["c1"].startswith(DEFINITION)
