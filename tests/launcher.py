@@ -108,7 +108,7 @@ class _Request:
 
 def _executed(request: _Request, stdio: tuple[int, int, int]) -> Child:
     def become_the_terminals_session_leader() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # whatever the test runner ignores
+        _default_signals()  # an ignored signal would outlive the exec (nohup's SIGHUP)
         if request.controlling_terminal:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
@@ -364,6 +364,15 @@ def _reset_signals() -> None:
     """The dispositions a fresh `python` has: Python's own SIGINT handler, SIGPIPE and
     SIGXFSZ ignored, every other signal at its default."""
     signal.set_wakeup_fd(-1)
+    _default_signals()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for ignored in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(ignored, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def _default_signals() -> None:
+    """Every signal a process may catch at its default disposition."""
     for number in signal.valid_signals():
         if number in (signal.SIGKILL, signal.SIGSTOP):
             continue
@@ -371,10 +380,6 @@ def _reset_signals() -> None:
             signal.signal(number, signal.SIG_DFL)
         except (OSError, ValueError):  # signals the kernel or Python keeps for itself
             continue
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for ignored in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(ignored, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
 def _rebuild_stdio() -> None:
