@@ -44,7 +44,7 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 _MESSAGE_BYTES = 1 << 20
 _STARTUP_VARIABLES = ("PYTHON", "LC_", "LANG")
 """Prefixes of variables the interpreter reads before any code runs."""
-_EXEC_ALWAYS = os.environ.get("AGENT_TUTORIAL_TEST_LAUNCH") == "exec"
+EXEC_ALWAYS = os.environ.get("AGENT_TUTORIAL_TEST_LAUNCH") == "exec"
 """Read once, at import: tests scrub AGENT_TUTORIAL_* variables from their environment."""
 
 
@@ -229,7 +229,7 @@ _LAUNCHERS: dict[int, _Launcher] = {}
 
 def _launcher() -> _Launcher | None:
     """This process's launcher, started at its first use; None while launches must exec."""
-    if _EXEC_ALWAYS:
+    if EXEC_ALWAYS:
         return None
     if os.getpid() not in _LAUNCHERS:
         launcher = _LAUNCHERS[os.getpid()] = _Launcher()

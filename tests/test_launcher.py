@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from tests.launcher import REPOSITORY, Child, launch
+from tests.launcher import EXEC_ALWAYS, REPOSITORY, Child, launch
 
 PROBE_FOLDER = REPOSITORY / "tests"
 
@@ -63,6 +63,7 @@ def probe(
     return child, child.wait(20), output.replace("\r\n", "\n").splitlines()
 
 
+@pytest.mark.skipif(EXEC_ALWAYS, reason="AGENT_TUTORIAL_TEST_LAUNCH=exec: nothing forks")
 @pytest.mark.parametrize("form", PROBE_AS)
 @pytest.mark.parametrize("on_terminal", [False, True], ids=["pipe", "pty"])
 def test_a_forked_start_looks_like_an_exec_from_inside(on_terminal: bool, form: str) -> None:
