@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import ssl
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -183,11 +184,12 @@ def cut_stream(text: str = "partial") -> Reply:
 
 
 class _QuietServer(ThreadingHTTPServer):
-    """Reports a handler's errors except a client that hung up mid-reply: tests end clients
-    on purpose (a signal while the model answers), and a traceback there is noise."""
+    """Reports a handler's errors except a client that hung up mid-reply or refused the
+    server's certificate: tests end clients on purpose (a signal while the model answers,
+    a certificate the client must not trust), and a traceback there is noise."""
 
     def handle_error(self, request: object, client_address: object) -> None:
-        if not isinstance(sys.exc_info()[1], BrokenPipeError | ConnectionResetError):
+        if not isinstance(sys.exc_info()[1], BrokenPipeError | ConnectionResetError | ssl.SSLError):
             super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
@@ -219,7 +221,14 @@ class LoopbackServer:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        scheme = "https" if isinstance(self._server.socket, ssl.SSLSocket) else "http"
+        return f"{scheme}://{host!s}:{port}/v1"
+
+    def use_tls(self, context: ssl.SSLContext) -> None:
+        """Serve HTTPS with `context` (its certificate and key loaded); before `start`."""
+        self._server.socket = context.wrap_socket(
+            self._server.socket, server_side=True, do_handshake_on_connect=False
+        )  # each connection shakes hands in its own thread, never in the accepting one
 
     def queue(self, *replies: Responder) -> None:
         with self._lock:

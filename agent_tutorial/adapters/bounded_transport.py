@@ -22,10 +22,12 @@ byte, and sees it first.
 
 from __future__ import annotations
 
+import functools
 import socket
+import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +35,53 @@ from typing import Any
 import httpx2
 
 Clock = Callable[[], float]
+
+
+def tls_verification() -> ssl.SSLContext:
+    """The TLS context every model client of this process verifies its peers with.
+
+    Loading the system's certificates costs about 75 ms of CPU per client, and each start
+    made one or two clients: paid at every start, though a local server (the usual home of
+    a small model) is reached over plain `http://` and never needs them. This context loads
+    them at its first TLS connection, once per process, exactly as httpx would have
+    (`httpx2.create_ssl_context`, which honours `SSL_CERT_FILE` and `SSL_CERT_DIR`)."""
+    return _SHARED_CONTEXT
+
+
+class _SystemTrustOnFirstUse(ssl.SSLContext):
+    """An `SSLContext` that hands the TLS work to the system-trust context, made when the
+    first TLS connection asks for it. httpcore sets the protocols and wraps the socket
+    through these methods only (and closes the socket when wrapping fails); anything else
+    would see a context that trusts no certificate and so refuses every peer."""
+
+    _protocols: list[str] | None = None
+
+    def set_alpn_protocols(self, alpn_protocols: Iterable[str]) -> None:
+        self._protocols = list(alpn_protocols)  # kept for the wrap: loading may fail
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        return self._trust().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        return self._trust().wrap_bio(*args, **kwargs)
+
+    def _trust(self) -> ssl.SSLContext:
+        trust = _system_trust()
+        if self._protocols is not None:
+            trust.set_alpn_protocols(self._protocols)
+        return trust
+
+
+@functools.cache
+def _system_trust() -> ssl.SSLContext:
+    try:
+        return httpx2.create_ssl_context()
+    except OSError as error:  # SSL_CERT_FILE names a folder, a missing or unreadable file
+        # An SSLError is what httpx reports as a failed connection, in the endpoint's words.
+        raise ssl.SSLError(f"the certificates to trust could not be loaded: {error}") from None
+
+
+_SHARED_CONTEXT = _SystemTrustOnFirstUse(ssl.PROTOCOL_TLS_CLIENT)
 
 
 class ReplyOverLimit(Exception):

@@ -16,7 +16,12 @@ from typing import Any
 
 import httpx2
 
-from agent_tutorial.adapters.bounded_transport import BoundedClient, ReplyBounds, ReplyOverLimit
+from agent_tutorial.adapters.bounded_transport import (
+    BoundedClient,
+    ReplyBounds,
+    ReplyOverLimit,
+    tls_verification,
+)
 
 PROBE_TIMEOUT_S = 3.0
 MAX_ANSWER_BYTES = 1024 * 1024
@@ -31,7 +36,9 @@ def probe_context_window(
     base = base_url.rstrip("/")
     bounds = ReplyBounds(timeout_s, MAX_ANSWER_BYTES)
     try:
-        with BoundedClient(bounds=bounds, timeout=timeout_s, headers=headers) as client:
+        with BoundedClient(
+            bounds=bounds, timeout=timeout_s, headers=headers, verify=tls_verification()
+        ) as client:
             entry = _model_entry(_get_json(client, f"{base}/models"), model)
             declared = _first_count(entry, ("max_model_len", "context_length", "context_window"))
             if declared is not None:

@@ -25,6 +25,7 @@ from agent_tutorial.adapters.bounded_transport import (
     DeadlinePassed,
     ReplyBounds,
     ReplyOverLimit,
+    tls_verification,
 )
 from agent_tutorial.adapters.chat_stream import (
     ReplyCaps,
@@ -186,6 +187,7 @@ class OpenAIChatModel:
             bounds=ReplyBounds(timeout_s, self._caps.body_bytes),
             clock=clock,
             timeout=timeout_s,
+            verify=tls_verification(),
             event_hooks={"response": [_refuse_retry_of_overflow]},
         )
         self._client = openai.OpenAI(
