@@ -13,7 +13,9 @@ from agent_tutorial.core.loop import ContextOverflowError
 from agent_tutorial.core.messages import (
     ChatMessage,
     ToolMessage,
+    assistant_message,
     system_message,
+    tool_call,
     tool_message,
     user_message,
 )
@@ -111,6 +113,29 @@ def test_a_larger_window_stated_later_leaves_the_managers_budget_as_it_was(
     window.learn(128_000)
 
     assert compaction.summary_threshold_bytes == 21_000
+
+
+def test_a_retry_after_the_window_is_learned_reserves_the_compact_fixed_part(
+    tmp_path: Path,
+) -> None:
+    """The refused request went out in the full form (10,000 B besides its history); the
+    retry, in the 4,096-token window the refusal stated, carries the compact one (4,000 B),
+    so the model's 5,000 B note still fits beside it (issue 28: the run ended here)."""
+    window = ContextWindow(max_output_tokens=8_192)
+    accounting = WindowAccounting(reserved_bytes=10_000, compact_reserved_bytes=4_000)
+    compaction = CompactionManager(
+        tmp_path, FakeSummarizer(), window=window, window_accounting=accounting
+    )
+    latest = [assistant_message("n" * 5_000, [tool_call("c1", "read_file", "{}")])]
+    history = [*history_with(1, "r" * 6_000), *latest, tool_message("ok", "c1")]
+    refused = history_utf8_bytes(compaction.prepare(history)) + 10_000
+
+    window.learn(4_096)  # 3,072 tokens for the prompt: 12,288 B at the stated 4 B a token
+    compaction.refused(refused, prompt_tokens=refused // 4)
+    retry = compaction.recover_from_overflow(history)
+
+    assert retry[-2:] == tuple(history[-2:])
+    assert history_utf8_bytes(retry) <= 12_288 - 4_000
 
 
 def test_every_request_fits_a_small_window(tmp_path: Path) -> None:
