@@ -457,7 +457,9 @@ class CompactionManager:
                 f"compacting would not make the request smaller ({refused:,} B → {size:,} B)"
             )
         state = self._set_summary(summary, transcript, covered_messages=covered)
-        recovered = (state.message, *history[covered:])
+        # The tail as the request shows it, the size above: a result persisted for this
+        # retry (`_persist_latest_results`) goes as its preview, never whole again.
+        recovered = (state.message, *self._index.shown[covered:])
         self._emit_summary(state, transcript, "overflow", cheap.utf8_bytes)
         self._remember_sent(size)
         return CompactionOutcome(recovered, transcript, summary)
