@@ -40,6 +40,7 @@ from agent_tutorial.features.artifact_catalog import (
 from agent_tutorial.features.checkpoints import checkpoint_store_bytes
 from agent_tutorial.features.compaction import history_utf8_bytes
 from agent_tutorial.features.compaction.budget import WindowSize
+from agent_tutorial.features.context_window import ContextMeter
 from agent_tutorial.features.project_instructions import ProjectInstructions
 from agent_tutorial.features.sessions import SessionError, find_session, list_sessions
 from agent_tutorial.features.state_folder import ensure_state_folder
@@ -452,7 +453,8 @@ class Repl:
             share = _share(request_bytes, threshold)
             rows.append(("summary threshold", f"{format_bytes(threshold)} ({share:.0%} used)"))
             rows.append(("  applies", agent.compaction.summary_threshold_source))
-            rows.append(("fixed part", _fixed_part_text(agent.compaction.fixed_part_bytes)))
+            fixed = agent.compaction.fixed_part_bytes
+            rows.append(("fixed part", _fixed_part_text(fixed, agent.context_meter)))
             rows += self._compaction_rows()
         artifacts = list_artifacts(self.conversation.setup.project.root)
         stored = format_bytes(sum(info.size for info in artifacts))
@@ -680,8 +682,14 @@ def _usage_text(summary: RunSummary, window: WindowSize | None) -> str:
     return text
 
 
-def _fixed_part_text(fixed_bytes: int) -> str:
-    return f"{format_bytes(fixed_bytes)} per request (system prompt, tool schemas, reminders)"
+def _fixed_part_text(fixed_bytes: int, meter: ContextMeter) -> str:
+    """The fixed part in bytes and, at the session's bytes per token, in tokens: what a
+    small window has left for the conversation is counted in tokens."""
+    tokens = meter.calibration.tokens_for(fixed_bytes)
+    return (
+        f"{format_bytes(fixed_bytes)}, ≈{tokens:,} tok, per request "
+        "(system prompt, tool schemas, reminders)"
+    )
 
 
 def _window_text(window: WindowSize | None) -> str:

@@ -87,6 +87,17 @@ def test_the_history_limit_takes_out_the_refused_requests_fixed_part_or_the_rese
     assert retry_history_limit(refusal, 9_000, reserved_bytes=0) == 0  # never below nothing
 
 
+@pytest.mark.parametrize(("history", "limit"), [(20_000, 11_000), (19_999, 10_999)])
+def test_a_retry_in_a_smaller_form_takes_out_its_own_reserve_and_what_the_refused_carried_over(
+    history: int, limit: int
+) -> None:
+    """Refused in the full form (10,000 B reserved), retried in the compact one (4,000 B):
+    the compact reserve, and any byte the refused request carried beyond its own reserve."""
+    refusal = Refusal(request_bytes=30_000, history_bytes=history, reserved_bytes=10_000)
+
+    assert retry_history_limit(refusal, 15_000, reserved_bytes=4_000) == limit
+
+
 @pytest.mark.parametrize("history", [-1, 30_001])
 def test_a_refusal_whose_history_is_not_part_of_it_is_a_mistake(history: int) -> None:
     with pytest.raises(ValueError, match="history_bytes"):

@@ -13,7 +13,9 @@ from agent_tutorial.core.loop import ContextOverflowError
 from agent_tutorial.core.messages import (
     ChatMessage,
     ToolMessage,
+    assistant_message,
     system_message,
+    tool_call,
     tool_message,
     user_message,
 )
@@ -31,8 +33,9 @@ from agent_tutorial.features.compaction import (
 from agent_tutorial.features.compaction.budget import WindowAccounting
 from agent_tutorial.features.compaction.index import CanonicalIndex
 from agent_tutorial.features.compaction.layers import CheapLayers, Lead, strategy_for
+from agent_tutorial.features.compaction.persist import is_persisted
 from agent_tutorial.features.compaction.sizes import message_utf8_bytes
-from agent_tutorial.features.compaction.summary import summary_request_bytes
+from agent_tutorial.features.compaction.summary import is_compacted_summary, summary_request_bytes
 from tests.test_compaction_support import (
     FakeSummarizer,
     counting_ids,
@@ -111,6 +114,60 @@ def test_a_larger_window_stated_later_leaves_the_managers_budget_as_it_was(
     window.learn(128_000)
 
     assert compaction.summary_threshold_bytes == 21_000
+
+
+def retry_in_a_learned_window(
+    tmp_path: Path, history: list[ChatMessage]
+) -> tuple[ChatMessage, ...]:
+    """The retry after `history` went out in the full form (10,000 B besides it) with no
+    window known and was refused by a server stating 4 B a token and a 4,096-token window:
+    3,072 tokens for the prompt, 12,288 B, of which the compact form takes 4,000 B; the
+    budget, at 3.5 B a token before any reply, leaves 6,752 B of history."""
+    window = ContextWindow(max_output_tokens=8_192)
+    accounting = WindowAccounting(reserved_bytes=10_000, compact_reserved_bytes=4_000)
+    compaction = CompactionManager(
+        tmp_path, FakeSummarizer(), window=window, window_accounting=accounting
+    )
+    refused = history_utf8_bytes(compaction.prepare(history)) + 10_000
+    window.learn(4_096)
+    compaction.refused(refused, prompt_tokens=refused // 4)
+    return compaction.recover_from_overflow(history)
+
+
+def noted_call(number: int, note_bytes: int) -> ChatMessage:
+    """A call with the model's note beside it: what no layer but the summary removes."""
+    return assistant_message("n" * note_bytes, [tool_call(f"c{number}", "read_file", "{}")])
+
+
+def test_a_retry_after_the_window_is_learned_reserves_the_compact_fixed_part(
+    tmp_path: Path,
+) -> None:
+    """The retry carries the compact fixed part, so the model's 5,000 B note still fits
+    beside it (issue 28: reserving the refused request's full form ended the run here)."""
+    latest = [noted_call(1, 5_000), tool_message("ok", "c1")]
+    history = [*history_with(1, "r" * 6_000), *latest]
+
+    retry = retry_in_a_learned_window(tmp_path, history)
+
+    assert retry[-2:] == tuple(latest)
+    assert history_utf8_bytes(retry) <= 6_752
+
+
+def test_a_summarised_retry_keeps_the_preview_of_a_result_persisted_for_it(
+    tmp_path: Path,
+) -> None:
+    """The latest 20 KB result entered before the window was known; the retry persists it
+    and, with the older note too large to keep, summarises: the tail it keeps shows the
+    preview, as its size was counted, not the canonical result."""
+    latest = [noted_call(1, 100), tool_message("r" * 20_000, "c1")]
+    history = [user_message("go"), noted_call(0, 7_000), tool_message("ok", "c0"), *latest]
+
+    retry = retry_in_a_learned_window(tmp_path, history)
+
+    assert is_compacted_summary(retry[0])
+    assert retry[-2] == latest[0]
+    assert isinstance(retry[-1], ToolMessage) and is_persisted(retry[-1].content)
+    assert history_utf8_bytes(retry) <= 6_752
 
 
 def test_every_request_fits_a_small_window(tmp_path: Path) -> None:

@@ -16,11 +16,15 @@ from agent_tutorial.adapters.openai_chat import OpenAIChatModel
 from agent_tutorial.bootstrap import AgentDeps, build_agent
 from agent_tutorial.config import Settings, load_settings
 from agent_tutorial.core.messages import user_message
-from agent_tutorial.core.model import PromptTooLongError, Usage, make_request
+from agent_tutorial.core.model import PromptTooLongError, ToolSpec, Usage, make_request
 from agent_tutorial.core.window import ContextWindow
 from agent_tutorial.features.compaction import CompactionSettings
 from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSize
-from agent_tutorial.features.context_window import ContextMeter, WindowFromOverflow
+from agent_tutorial.features.context_window import (
+    ContextMeter,
+    WindowFromOverflow,
+    request_utf8_bytes,
+)
 from agent_tutorial.profiles import profile_for_chapter
 from agent_tutorial.project import Project
 from agent_tutorial.testing import ScriptedModel
@@ -449,6 +453,34 @@ def test_a_stated_window_is_taken_only_where_it_shrinks_the_known_one(
     assert meter.window is not None
     assert meter.window.tokens == (stated if taken else known)
     assert meter.window.output_cap_tokens == min(8_192, meter.window.tokens // 4)
+
+
+@pytest.mark.parametrize(("tools", "count"), [(True, 1_000), (False, 1_000), (True, None)])
+def test_a_refusal_calibrates_by_its_stated_count_and_an_agent_request_is_told_of(
+    tools: bool, count: int | None
+) -> None:
+    """Issue 28: a count the refusal states is taken whole as bytes per token; the retry is
+    sized from every refused request that carried tools (the agent's, not a summary's)."""
+    meter = ContextMeter(ContextWindow(max_output_tokens=8_192))
+    refusals: list[tuple[int, PromptTooLongError]] = []
+    error = PromptTooLongError("too long", window_tokens=8_192, prompt_tokens=count)
+    model = WindowFromOverflow(
+        ScriptedModel([error]),
+        meter,
+        on_window=lambda _tokens: None,
+        on_refusal=lambda size, refused: refusals.append((size, refused)),
+    )
+    spec = ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {}})
+    request = make_request([user_message("x" * 3_000)], tools=(spec,) if tools else ())
+
+    with pytest.raises(PromptTooLongError):
+        model.complete(request)
+
+    size = request_utf8_bytes(request.messages, request.tools)
+    assert refusals == ([(size, error)] if tools else [])
+    assert meter.calibration.observations == (0 if count is None else 1)
+    expected = TokenCalibration().bytes_per_token if count is None else size / count
+    assert meter.calibration.bytes_per_token == expected
 
 
 def test_an_overflow_that_states_no_window_leaves_it_unknown() -> None:

@@ -1019,9 +1019,14 @@ def test_context_says_which_summary_threshold_applies_and_what_every_request_car
 
     shown = " ".join(harness.stdout.getvalue().split())
     assert "applies seed, 50,000 B; raise it with [compaction] proactive_threshold_bytes" in shown
-    fixed = re.search(r"fixed part (\d+\.\d) KB per request \(system prompt, tool schemas,", shown)
+    fixed = re.search(
+        r"fixed part (\d+\.\d) KB, ≈([\d,]+) tok, per request \(system prompt, tool schemas,",
+        shown,
+    )
     assert fixed is not None
     assert float(fixed.group(1)) > 6_000 / 1024  # the full form, no window known
+    kb, tokens = float(fixed.group(1)), int(fixed.group(2).replace(",", ""))
+    assert abs(tokens - kb * 1024 / 3.5) < 20  # at the 3.5 B a token of no count yet
 
 
 def test_context_in_a_small_window_shows_the_compact_fixed_part(
@@ -1033,6 +1038,7 @@ def test_context_in_a_small_window_shows_the_compact_fixed_part(
     harness.drive("/context")
 
     shown = " ".join(harness.stdout.getvalue().split())
-    fixed = re.search(r"fixed part (\d+\.\d) KB per request", shown)
+    fixed = re.search(r"fixed part (\d+\.\d) KB, ≈([\d,]+) tok, per request", shown)
     assert fixed is not None
     assert float(fixed.group(1)) <= 5.9  # at most 6,000 B, as 1,024-byte KB with one decimal
+    assert int(fixed.group(2).replace(",", "")) <= 1_715  # 6,000 B at 3.5 B a token

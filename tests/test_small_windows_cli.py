@@ -28,6 +28,9 @@ SUMMARY = {
 
 FILES = 5
 FILE_BYTES = 10_000
+NOTE = "I read the next file, as the task asks, to see what it holds. " * 48
+"""What the model writes beside each call (2,976 B; small models think aloud): compaction
+cannot clear it as it clears old results, so a 4,096-token window needs the summary."""
 
 
 def server_tokens(body: dict[str, Any]) -> int:
@@ -52,12 +55,14 @@ def llama_cpp_overflow(prompt_tokens: int, window: int) -> dict[str, Any]:
 class LlamaCppWindow:
     """A scripted model behind llama.cpp's `-c WINDOW`: a request whose prompt is over the
     window is refused with llama.cpp's body; a summary request (no tools) gets a summary;
-    any other request the next scripted step (five reads, then the answer)."""
+    any other request the next scripted step (five reads, each with a note, then the
+    answer)."""
 
     def __init__(self, window: int) -> None:
         self.window = window
         self.steps = [
-            tool_stream([(f"call_{n}", "read_file", {"path": f"f{n}.txt"})]) for n in range(FILES)
+            tool_stream([(f"call_{n}", "read_file", {"path": f"f{n}.txt"})], content=NOTE)
+            for n in range(FILES)
         ]
         self.steps.append(text_stream("All five files read."))
         self.refused: list[dict[str, Any]] = []
@@ -113,9 +118,8 @@ def test_five_10_kb_reads_complete_in_a_window_learned_from_llama_cpp(
     assert len(model.refused) == (1 if window < 16_384 else 0)  # the window learned once
     for body in model.requests_after_first_refusal(loopback.requests):
         assert server_tokens(body) + body["max_tokens"] <= window  # prompt and reply fit
-    assert model.summary_requests == [] or all(
-        server_tokens(body) <= window for body in model.summary_requests
-    )
+    assert all("tools" in body for body in model.refused)  # no summary request refused
+    assert model.summary_requests or window != 4_096  # there the summary is needed
 
 
 @pytest.mark.parametrize("window", [4_096, 7_368, 8_192, 16_384])
@@ -130,6 +134,7 @@ def test_with_the_window_given_five_10_kb_reads_are_never_refused(
     assert result.stdout.strip() == "All five files read."
     assert model.refused == []
     assert all(server_tokens(body) + body["max_tokens"] <= window for body in loopback.requests)
+    assert model.summary_requests or window != 4_096
 
 
 # Overflow replies as each server words them, from the refused request's count and the
@@ -160,6 +165,7 @@ OVERFLOW_BODIES: dict[str, Callable[[int, int], dict[str, Any]]] = {
     },
     "llama.cpp": llama_cpp_overflow,
 }
+STATING_NO_COUNT = {"dashscope"}  # the retry is then at most half the refused request
 
 
 class WordedWindow(LlamaCppWindow):
@@ -199,6 +205,7 @@ def test_each_retry_is_smaller_than_the_request_refused(
         retry = next((body for body in requests[at + 1 :] if "tools" in body), None)
         if retry is not None:
             assert sent_bytes(retry) < sent_bytes(refused)
+            assert server not in STATING_NO_COUNT or sent_bytes(retry) * 2 <= sent_bytes(refused)
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "All five files read."
 

@@ -170,6 +170,8 @@ class CompactionManager:
         self._threshold_told = False
         self.last_request_bytes = 0
         """Bytes of the last request history `prepare` returned."""
+        self._last_reserved_bytes: int | None = None
+        """What the budget of that request reserved besides its history (None: none built)."""
 
     def use_window(self, tokens: int) -> None:
         """Budget against a window of `tokens` from now on, as if it had been given as
@@ -196,7 +198,8 @@ class CompactionManager:
         too long, the provider counting `prompt_tokens` if it said: the one retry
         `recover_from_overflow` builds next is sized by this."""
         history = min(self.last_request_bytes, request_bytes)
-        self._refusal = Refusal(request_bytes, history, prompt_tokens)
+        reserved = self._last_reserved_bytes
+        self._refusal = Refusal(request_bytes, history, prompt_tokens, reserved_bytes=reserved)
 
     @property
     def summary_threshold_bytes(self) -> int:
@@ -251,8 +254,8 @@ class CompactionManager:
             request = self._summarize_automatically(history, request, budget)
         for event in self._report.events(request):
             self._emit(event)
+        self._remember_sent(request.utf8_bytes)
         self._prepared = _Prepared(request, self._summary, self._index, len(self._index.messages))
-        self.last_request_bytes = request.utf8_bytes
         return request.messages
 
     def recover_from_overflow(self, history: History) -> tuple[ChatMessage, ...]:
@@ -426,7 +429,7 @@ class CompactionManager:
         if limit is not None and cheap.utf8_bytes <= min(limit, self.last_request_bytes - 1):
             for event in self._report.events(cheap):
                 self._emit(event)
-            self.last_request_bytes = cheap.utf8_bytes
+            self._remember_sent(cheap.utf8_bytes)
             return cheap
         if self._nothing_to_summarize():
             raise CompactionError(
@@ -454,9 +457,11 @@ class CompactionManager:
                 f"compacting would not make the request smaller ({refused:,} B → {size:,} B)"
             )
         state = self._set_summary(summary, transcript, covered_messages=covered)
-        recovered = (state.message, *history[covered:])
+        # The tail as the request shows it, the size above: a result persisted for this
+        # retry (`_persist_latest_results`) goes as its preview, never whole again.
+        recovered = (state.message, *self._index.shown[covered:])
         self._emit_summary(state, transcript, "overflow", cheap.utf8_bytes)
-        self.last_request_bytes = size
+        self._remember_sent(size)
         return CompactionOutcome(recovered, transcript, summary)
 
     def _retry_limit(self) -> int | None:
@@ -471,6 +476,12 @@ class CompactionManager:
         request_limit = retry_limit_bytes(refusal, room, self.settings.unstated_retry_share)
         limit = retry_history_limit(refusal, request_limit, self._budget.reserved_bytes)
         return limit if budget is None else min(budget, limit)
+
+    def _remember_sent(self, utf8_bytes: int) -> None:
+        """The request history about to go out: its size, and what its budget reserved
+        besides it (the fixed part in the form that request carries), for `refused`."""
+        self.last_request_bytes = utf8_bytes
+        self._last_reserved_bytes = self._budget.reserved_bytes
 
     def _nothing_to_summarize(self) -> bool:
         """Whether the request is the latest group alone, with no summary in front of it:

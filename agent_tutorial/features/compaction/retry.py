@@ -20,6 +20,11 @@ class Refusal:
     """The part of it that was request history (what compaction can shrink)."""
     prompt_tokens: int | None = None
     """The refused request's size as the provider counted it, when stated."""
+    reserved_bytes: int | None = None
+    """What its budget reserved besides the history (`WindowAccounting.reserved_for` of the
+    window it was built for); None: the same as the retry's. A window learned from the
+    refusal may shrink it: a retry in a window of 16,384 tokens or less carries the compact
+    fixed part, whatever form the refused request went out in."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.history_bytes <= self.request_bytes:
@@ -51,8 +56,10 @@ def retry_limit_bytes(
 
 
 def retry_history_limit(refusal: Refusal, request_limit: int, reserved_bytes: int) -> int:
-    """`request_limit` as bytes of request history: less what the refused request carried
-    besides its history, or `reserved_bytes` (the fixed part and the reminders' allowance)
-    when that is more, since a retry may carry a reminder the refused one did not."""
-    fixed = max(refusal.request_bytes - refusal.history_bytes, reserved_bytes)
-    return max(0, request_limit - fixed)
+    """`request_limit` as bytes of request history: less the retry's `reserved_bytes` (its
+    fixed part, in the form it goes out in, and the reminders' allowance: it may carry a
+    reminder the refused one did not), and less what the refused request carried beyond its
+    own reserve too, when it carried more (a reminder over the allowance)."""
+    reserve = reserved_bytes if refusal.reserved_bytes is None else refusal.reserved_bytes
+    beyond_reserve = refusal.request_bytes - refusal.history_bytes - reserve
+    return max(0, request_limit - reserved_bytes - max(0, beyond_reserve))
