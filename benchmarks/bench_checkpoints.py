@@ -8,6 +8,7 @@ Run with `make bench` (`.venv/bin/python benchmarks/bench_checkpoints.py [TURNS]
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import tempfile
@@ -42,6 +43,13 @@ def timed_ms(store: CheckpointStore, workspace: Path) -> tuple[float, float]:
     return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
 
 
+def spread(times: list[float]) -> str:
+    """The 10th to the 90th percentile of `times`, in ms: on a shared machine the
+    spread says how much the median can be trusted."""
+    deciles = statistics.quantiles(times, n=10)
+    return f"{deciles[0]:.0f}-{deciles[-1]:.0f} ms"
+
+
 def main() -> None:
     turns = int(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_TURNS
     with tempfile.TemporaryDirectory(prefix="bench-checkpoints-") as folder:
@@ -63,16 +71,19 @@ def main() -> None:
             warm.append(timed_ms(same_process, workspace))
             cold.append(timed_ms(store(), workspace))
         size = same_process.size_bytes()
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"checkpoints: {FILES:,} files, {FILES * FILE_BYTES / 1e6:.0f} MB, one changed a turn")
+    print(f"  load average {load} on {os.cpu_count()} cores (wall time counts other processes)")
     print(f"  first checkpoint          {first_wall:8.1f} ms wall {first_cpu:8.1f} ms CPU")
     for label, times in (("same process", warm), ("fresh process", cold)):
-        wall = statistics.median(wall for wall, _ in times)
-        cpu = statistics.median(cpu for _, cpu in times)
+        walls, cpus = [wall for wall, _ in times], [cpu for _, cpu in times]
+        wall, cpu = statistics.median(walls), statistics.median(cpus)
         verdict = "within" if wall < AIM_MS else "OVER"
         print(
             f"  later, {label:<14}    {wall:8.1f} ms wall {cpu:8.1f} ms CPU "
             f"(median of {turns}; {verdict} the aim of {AIM_MS:.0f} ms)"
         )
+        print(f"  {'':<28}10th-90th percentile {spread(walls)} wall, {spread(cpus)} CPU")
     growth = (size - first_size) / turns / 1e3
     print(f"  store after the first       {first_size / 1e6:8.1f} MB")
     print(f"  store after {turns} turns     {size / 1e6:8.1f} MB ({growth:.0f} KB a turn)")

@@ -4,6 +4,7 @@ and a damaged object caught by its name."""
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import orjson
@@ -16,13 +17,32 @@ def store_for(workspace: Path, limit: int = 1000) -> CheckpointStore:
     return CheckpointStore.in_state_folder(workspace, max_file_bytes=limit)
 
 
-def test_a_fifo_is_skipped_and_the_files_beside_it_are_recorded(workspace: Path) -> None:
+def test_a_fifo_and_a_socket_are_skipped_without_being_opened(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     os.mkfifo(workspace / "pipe")
+    monkeypatch.chdir(workspace)  # a socket's path is limited to 108 bytes: bind it by name
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind("sock")
     (workspace / "file.txt").write_text("x")
+    opened: list[str] = []
+    real_open = os.open
 
-    snapshot = store_for(workspace).snapshot(workspace)
+    def watched_open(
+        path: str | Path, flags: int, mode: int = 0o777, *, dir_fd: int | None = None
+    ) -> int:
+        opened.append(Path(path).name)
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "open", watched_open)
+    try:
+        snapshot = store_for(workspace).snapshot(workspace)
+    finally:
+        listening.close()
 
     assert sorted(snapshot.manifest) == ["file.txt"]
+    assert "file.txt" in opened  # the watch sees what the walk opens
+    assert "pipe" not in opened and "sock" not in opened
 
 
 def test_the_size_limit_keeps_a_file_at_it_and_leaves_out_one_past_it(workspace: Path) -> None:

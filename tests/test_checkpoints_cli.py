@@ -159,9 +159,10 @@ def test_a_second_undo_goes_further_back_and_then_there_is_nothing_left(
 
 
 def test_undo_turns_2_spans_two_runs_of_one_session(
-    workspace: Path, run_cli: RunCli, loopback: LoopbackServer
+    project: Path, run_cli: RunCli, loopback: LoopbackServer
 ) -> None:
-    (workspace / "a.txt").write_text("one\n")
+    before_git = git_state(project)
+    (project / "a.txt").write_text("one\n")
     loopback.queue(
         tool_stream([("w1", "write_file", {"path": "a.txt", "content": "two\n"})]),
         text_stream("done"),
@@ -180,14 +181,16 @@ def test_undo_turns_2_spans_two_runs_of_one_session(
 
     assert undo.exit_code == 0, undo.stderr
     assert undo.stdout.splitlines() == ["recreated a.txt", "removed   n.txt"]
-    assert (workspace / "a.txt").read_text() == "one\n"
-    assert not (workspace / "n.txt").exists()
+    assert (project / "a.txt").read_text() == "one\n"
+    assert not (project / "n.txt").exists()
+    assert git_state(project) == before_git
 
 
 def test_a_file_the_user_edited_after_the_turn_stops_undo_unless_forced(
-    workspace: Path, run_cli: RunCli, loopback: LoopbackServer
+    project: Path, run_cli: RunCli, loopback: LoopbackServer
 ) -> None:
-    (workspace / "a.txt").write_text("one\n")
+    before_git = git_state(project)
+    (project / "a.txt").write_text("one\n")
     loopback.queue(
         tool_stream(
             [
@@ -198,20 +201,21 @@ def test_a_file_the_user_edited_after_the_turn_stops_undo_unless_forced(
         text_stream("done"),
     )
     run_turn(run_cli)
-    (workspace / "a.txt").write_text("the user's\n")
+    (project / "a.txt").write_text("the user's\n")
 
     refused = run_cli("undo")
 
     assert refused.exit_code == 1
     assert "a.txt" in refused.stderr and "--force" in refused.stderr
     assert refused.stdout == ""
-    assert (workspace / "a.txt").read_text() == "the user's\n"
-    assert (workspace / "b.txt").exists()  # nothing restored, not even the unconflicted
+    assert (project / "a.txt").read_text() == "the user's\n"
+    assert (project / "b.txt").exists()  # nothing restored, not even the unconflicted
 
     forced = run_cli("undo", "--force")
     assert forced.exit_code == 0, forced.stderr
-    assert (workspace / "a.txt").read_text() == "one\n"
-    assert not (workspace / "b.txt").exists()
+    assert (project / "a.txt").read_text() == "one\n"
+    assert not (project / "b.txt").exists()
+    assert git_state(project) == before_git
 
 
 def test_dry_run_prints_the_same_lines_and_changes_nothing(
@@ -476,7 +480,7 @@ def test_session_picks_an_older_session_and_neither_command_needs_model_settings
     assert (workspace / "newer.txt").exists()
 
 
-@pytest.mark.parametrize("chapter", range(1, 9))
+@pytest.mark.parametrize("chapter", range(1, 10))
 def test_every_chapter_takes_checkpoints(
     workspace: Path, run_cli: RunCli, loopback: LoopbackServer, chapter: int
 ) -> None:

@@ -453,6 +453,9 @@ def test_a_stdio_server_runs_in_the_sessions_sandbox_unless_its_entry_says_not(
     # In the sandbox /tmp is the session's own: the write lands there, not on the host.
     assert outside.exists() is written
     assert processes_with_marker(marker) == []
+    # An MCP tool may change files as bash may: its call takes the turn's checkpoint.
+    assert run_cli("undo").stdout.splitlines() == ["removed   inside.txt"]
+    assert not inside.exists()
 
 
 def test_a_pre_tool_use_hook_sees_the_full_name_and_can_block_a_call(

@@ -20,6 +20,7 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
+from agent_tutorial.adapters.checkpoint_store import CheckpointStore
 from agent_tutorial.conversation import Conversation
 from agent_tutorial.core.messages import ChatMessage, assistant_message, user_message
 from agent_tutorial.features.compaction import history_utf8_bytes
@@ -179,6 +180,19 @@ def test_context_shows_canonical_and_next_request_sizes_and_usage(
     assert re.search(r"artifacts\s+0 file\(s\), 0 B", shown)
     assert re.search(r"checkpoints\s+0 B stored \(agent-tutorial undo\)", shown)
     assert re.search(r"last usage\s+1,234 prompt \+ 56 completion tokens", shown)
+
+
+def test_context_shows_the_checkpoint_stores_size(make_repl: MakeRepl, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("x" * 5000)
+    store = CheckpointStore.in_state_folder(workspace, max_file_bytes=10_000)
+    store.snapshot(workspace)
+    harness = make_repl()
+
+    harness.drive("/context")
+
+    assert store.size_bytes() > 0
+    stored = re.escape(format_bytes(store.size_bytes()))
+    assert re.search(rf"checkpoints\s+{stored} stored", harness.stdout.getvalue())
 
 
 def test_context_names_the_workspace_and_the_project_root_above_it(

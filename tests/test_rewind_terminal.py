@@ -66,13 +66,15 @@ def test_undo_takes_back_the_last_prompt_files_and_messages_and_resuming_agrees(
     assert user_contents(loopback.requests[-1]) == ["first", "third", "fourth"]
 
 
-def test_rewind_offers_the_prompts_and_can_take_back_files_only(
+def test_rewind_offers_the_prompts_and_can_take_back_files_only_or_the_conversation_only(
     make_terminal: MakeTerminal, workspace: Path, loopback: LoopbackServer
 ) -> None:
     (workspace / "a.txt").write_text("one\n")
     queue_write(loopback, "w1", "a.txt", "two\n")
     queue_write(loopback, "w2", "a.txt", "three\n")
     loopback.queue(text_stream("still here"))
+    queue_write(loopback, "w3", "a.txt", "four\n")
+    loopback.queue(text_stream("after the cut"))
     terminal = make_terminal("run", "--chapter", "3", "-y")
     terminal.wait_for_prompt()
     ask(terminal, "first prompt", "wrote a.txt")
@@ -91,6 +93,22 @@ def test_rewind_offers_the_prompts_and_can_take_back_files_only(
 
     assert (workspace / "a.txt").read_text() == "one\n"
     assert user_contents(loopback.requests[-1]) == ["first prompt", "second prompt", "third prompt"]
+
+    ask(terminal, "fourth prompt", "wrote a.txt")
+    asked = terminal.text().count("Take back what?")  # the first /rewind's still shows
+    terminal.enter("/rewind")
+    terminal.wait_for_text("1. fourth prompt")
+    terminal.enter("")  # the newest: the fourth prompt
+    terminal.wait_for_text("Take back what?", times=asked + 1)
+    terminal.type(DOWN + DOWN)  # the conversation only
+    terminal.enter("")
+    terminal.wait_for_text("conversation rewound to before: fourth prompt")
+    terminal.wait_for_prompt()
+    ask(terminal, "fifth prompt", "after the cut")
+
+    assert (workspace / "a.txt").read_text() == "four\n"  # the files stay as they are
+    kept = ["first prompt", "second prompt", "third prompt", "fifth prompt"]
+    assert user_contents(loopback.requests[-1]) == kept
 
 
 def test_undo_asks_before_overwriting_a_file_the_user_changed_and_a_no_keeps_everything(
