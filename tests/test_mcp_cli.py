@@ -39,6 +39,20 @@ any server will do, since it starts in milliseconds where the SDK's takes a seco
 It also shows the agent working with a server the SDK did not write."""
 DEFINE = ("c1", "mcp__glossary__define", {"term": "MCP"})
 DEFINITION = "Model Context Protocol: "
+SPAWNER = (
+    "import os, subprocess, sys\n"
+    "subprocess.Popen(['sleep', '60'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)\n"
+    "if os.fork() == 0:\n"
+    "    if os.fork(): os._exit(0)\n"
+    "    os.setsid()\n"
+    "    if os.fork(): os._exit(0)\n"
+    "    os.execvp('sleep', ['sleep', '60'])\n"
+    "os.wait()\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
+)
+"""`python -c SPAWNER SERVER.py`: a server that first leaves a helper in its process group
+and a daemon that left it (double fork, setsid), both sleeping with no pipe of the
+client's, then becomes SERVER.py: what a server starting a database or a watcher does."""
 
 
 def server_table(name: str, marker: str, *args: str, **options: object) -> str:
@@ -521,10 +535,31 @@ def test_the_registrys_git_server_reads_the_repository(
 
 
 @pytest.mark.parametrize("options", [{}, {"sandbox": "off"}])
+def test_nothing_a_server_started_outlives_the_run(
+    workspace: Path,
+    loopback: LoopbackServer,
+    run_cli_process: RunCli,
+    marker: str,
+    options: dict[str, object],
+) -> None:
+    # Sandboxed, the server's PID namespace ends with it; unconfined, the keeper it runs
+    # under ends its group and what left the group, as a bash call's are.
+    spawner = server_table("glossary", marker, "-c", SPAWNER, str(GLOSSARY_SERVER), **options)
+    user_config(workspace, spawner)
+    loopback.queue(tool_stream([DEFINE]), text_stream("ok"))
+
+    result = run_cli_process("run", "-y", "--prompt", "hi", timeout_s=WAIT_S)
+
+    assert result.exit_code == 0, result.stderr
+    assert tool_contents(loopback.requests[1])["c1"].startswith(DEFINITION)
+    assert processes_with_marker(marker) == []
+
+
+@pytest.mark.parametrize("options", [{}, {"sandbox": "off"}])
 def test_sigterm_during_a_call_leaves_no_server_behind(
     workspace: Path, loopback: LoopbackServer, marker: str, options: dict[str, object]
 ) -> None:
-    user_config(workspace, server_table("tiny", marker, **options))
+    user_config(workspace, server_table("tiny", marker, "-c", SPAWNER, str(TINY_SERVER), **options))
     loopback.queue(tool_stream([("c1", "mcp__tiny__slow", {"seconds": 60})]))
     arguments = ("run", "-y", "--prompt", "wait")
     with start_cli(workspace, loopback, *arguments) as cli:

@@ -4,8 +4,9 @@ stops them all when the session ends.
 
 The SDK is asynchronous and the agent is not: every server's connection lives as a task
 on one event loop in a background thread, and the agent waits on that loop's futures with
-its own timeouts. Closing the session closes each connection, and the SDK's stdio
-transport ends the server's process tree with it.
+its own timeouts. Closing the session closes each connection: a sandboxed server's PID
+namespace ends with the server, and an unconfined one runs under `server_keeper`, which ends
+whatever the server started, as bash's commands are ended.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from mcp.types import CONNECTION_CLOSED, CallToolResult, TextContent
 from pydantic import ValidationError
 
 from agent_tutorial.adapters.sandbox_launch import launch_argv
+from agent_tutorial.adapters.server_keeper import keeper_argv
 from agent_tutorial.core.mcp_servers import (
     McpCallError,
     McpCallResult,
@@ -275,9 +277,11 @@ async def _connect(connection: _Connection, stack: AsyncExitStack) -> ClientSess
     config = connection.config
     if config.command is not None:
         argv = [config.command, *config.args]
-        if connection.sandbox is not None:
+        if connection.sandbox is not None:  # its PID namespace ends with the server
             sandbox = replace(connection.sandbox, visible=what_a_server_runs(argv))
             argv = launch_argv(sandbox, argv)
+        else:  # the keeper ends what the server leaves behind
+            argv = keeper_argv(argv)
         parameters = StdioServerParameters(
             command=argv[0],
             args=argv[1:],
@@ -313,9 +317,18 @@ def what_a_server_runs(argv: list[str]) -> tuple[Path, ...]:
             found.append(environment)
     for argument in argv[1:]:
         path = Path(argument).absolute()
-        if path.is_file():
+        if _is_file(path):
             found.append(path.parent)
     return tuple(dict.fromkeys(found))
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` names a file; False for an argument that cannot be a path at all
+    (`-c` with a script longer than a name may be, a NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _headers(config: McpServerConfig) -> dict[str, str]:
