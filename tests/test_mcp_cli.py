@@ -429,6 +429,21 @@ def test_mcp_list_leaves_an_untrusted_projects_servers_alone(
     assert "not trusted, ignored: mcp_servers" in result.stderr
 
 
+@pytest.mark.parametrize(("options", "written"), [({}, False), ({"sandbox": "off"}, True)])
+def test_mcp_list_starts_a_server_in_the_sandbox_a_session_would(
+    workspace: Path, run_cli: RunCli, marker: str, options: dict[str, object], written: bool
+) -> None:
+    outside = workspace.parent / "outside.txt"
+    script = f"open({str(outside)!r}, 'w').close()"
+    user_config(workspace, server_table("writer", marker, "-c", script, **options))
+
+    result = run_cli("mcp", "list")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("writer: failed:")  # it wrote (or not), then ended
+    assert outside.exists() is written
+
+
 def test_mcp_list_says_when_no_server_is_configured(run_cli: RunCli) -> None:
     result = run_cli("mcp", "list")
 
