@@ -148,6 +148,27 @@ def test_an_untrusted_projects_server_is_not_started(
     assert "mcp_servers" in result.stderr  # folder trust names what it ignored
 
 
+def test_folder_trust_names_each_projects_server_and_the_one_that_changed(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    write_state(workspace, "config.toml", glossary_table(marker))
+    entry = {"command": "uvx", "args": ["mcp-server-time"], "sandbox": "off"}
+    mcp_json = workspace / ".mcp.json"
+    mcp_json.write_text(json.dumps({"mcpServers": {"time": entry}}))
+    loopback.queue(text_stream("done"), text_stream("done"))
+
+    untrusted = run_cli("run", "--prompt", "hi")
+    panel = run_cli("trust")
+    entry["args"] = ["mcp-server-time", "--local-timezone", "UTC"]
+    mcp_json.write_text(json.dumps({"mcpServers": {"time": entry}}))
+    changed = run_cli("run", "--prompt", "hi")
+
+    assert "ignored: mcp_servers.glossary, mcp_servers.time (`agent" in untrusted.stderr
+    assert f"  mcp_servers.glossary: runs {sys.executable} {GLOSSARY_SERVER}\n" in panel.stdout
+    assert "  mcp_servers.time: runs uvx mcp-server-time, outside the sandbox\n" in panel.stdout
+    assert "(changed since trusted: mcp_servers.time; `agent" in changed.stderr
+
+
 def test_a_trusted_projects_server_starts(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
 ) -> None:
@@ -655,6 +676,50 @@ def test_trust_covers_the_script_a_projects_server_runs(
     assert "mcp__glossary__define" in offered_tools(loopback.requests[0])
     assert "mcp__glossary__define" not in offered_tools(loopback.requests[1])
     assert "changed since trusted: mcp server file server.py" in changed.stderr
+
+
+def test_trust_covers_the_script_a_projects_server_names_from_its_cwd(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    script = workspace / "tools" / "server.py"
+    script.parent.mkdir()
+    script.write_text(GLOSSARY_SERVER.read_text())
+    table = server_table("glossary", marker, "server.py", cwd="tools")
+    write_state(workspace, "config.toml", table)
+    assert run_cli("trust").exit_code == 0
+    loopback.queue(text_stream("done"), text_stream("done"))
+
+    trusted = run_cli("run", "--prompt", "hi")
+    script.write_text(GLOSSARY_SERVER.read_text() + "\n# changed after the folder was trusted\n")
+    changed = run_cli("run", "--prompt", "hi")
+
+    assert trusted.exit_code == changed.exit_code == 0, changed.stderr
+    assert "mcp__glossary__define" in offered_tools(loopback.requests[0])
+    assert "mcp__glossary__define" not in offered_tools(loopback.requests[1])
+    assert "changed since trusted: mcp_servers.glossary, mcp server file tools/server.py" not in (
+        changed.stderr
+    )
+    assert "changed since trusted: mcp server file tools/server.py;" in changed.stderr
+
+
+def test_a_projects_server_runs_in_the_project_root_from_a_subfolder(
+    workspace: Path,
+    loopback: LoopbackServer,
+    run_cli: RunCli,
+    marker: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (workspace / "server.py").write_text(GLOSSARY_SERVER.read_text())
+    (workspace / "sub").mkdir()
+    write_state(workspace, "config.toml", server_table("glossary", marker, "server.py"))
+    assert run_cli("trust").exit_code == 0
+    monkeypatch.chdir(workspace / "sub")  # the session starts below the project root
+    loopback.queue(tool_stream([DEFINE]), text_stream("done"))
+
+    result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert tool_contents(loopback.requests[1])["c1"].startswith(DEFINITION)
 
 
 @pytest.mark.parametrize(("answer", "reply"), [("y", DEFINITION), ("n", "declined")])

@@ -276,17 +276,14 @@ def _run_until_stopped(loop: asyncio.AbstractEventLoop) -> None:
 async def _connect(connection: _Connection, stack: AsyncExitStack) -> ClientSession:
     config = connection.config
     if config.command is not None:
-        argv = [config.command, *config.args]
+        argv, cwd = [config.command, *config.args], Path(config.cwd or connection.workspace)
         if connection.sandbox is not None:  # its PID namespace ends with the server
-            sandbox = replace(connection.sandbox, visible=what_a_server_runs(argv))
+            sandbox = replace(connection.sandbox, visible=what_a_server_runs(argv, cwd))
             argv = launch_argv(sandbox, argv)
         else:  # the keeper ends what the server leaves behind
             argv = keeper_argv(argv)
         parameters = StdioServerParameters(
-            command=argv[0],
-            args=argv[1:],
-            env=dict(config.env) or None,
-            cwd=config.cwd or connection.workspace,
+            command=argv[0], args=argv[1:], env=dict(config.env) or None, cwd=cwd
         )
         read, write = await stack.enter_async_context(
             stdio_client(parameters, errlog=connection.errors)
@@ -303,10 +300,10 @@ async def _connect(connection: _Connection, stack: AsyncExitStack) -> ClientSess
     return session
 
 
-def what_a_server_runs(argv: list[str]) -> tuple[Path, ...]:
+def what_a_server_runs(argv: list[str], cwd: Path) -> tuple[Path, ...]:
     """What a stdio server's command needs to see in the sandbox wherever it lies: its
     executable (as named and as linked to), the virtual environment that holds it, and the
-    folder of each argument that names an existing file (its script)."""
+    folder of each argument that names an existing file from `cwd` (its script)."""
     found: list[Path] = []
     executable = shutil.which(argv[0])
     if executable is not None:
@@ -316,7 +313,7 @@ def what_a_server_runs(argv: list[str]) -> tuple[Path, ...]:
         if (environment / "pyvenv.cfg").is_file():
             found.append(environment)
     for argument in argv[1:]:
-        path = Path(argument).absolute()
+        path = (cwd / argument).absolute()
         if _is_file(path):
             found.append(path.parent)
     return tuple(dict.fromkeys(found))
