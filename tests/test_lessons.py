@@ -951,6 +951,39 @@ def test_ch8_three_failed_summaries_switch_automatic_summaries_off(
     assert sum("automatic summaries are off" in line for line in lines) == 1
 
 
+# --- chapter 9 -------------------------------------------------------------------------------
+
+
+def test_ch9_on_a_terminal_an_mcp_call_is_asked_for_with_its_arguments(
+    workspace: Path, loopback: LoopbackServer
+) -> None:
+    server = LESSONS / "offline" / "lesson_mcp_server.py"
+    config = workspace / ".agent_tutorial" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(
+        f"[mcp_servers.glossary]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(server))}]\n"
+    )
+    loopback.quirks = STRICT_SERVER
+    call = ("m1", "mcp__glossary__define", {"term": "MCP"})
+    loopback.queue(tool_stream([call]), text_stream("Declined."))
+    terminal = Terminal(
+        ["--prompt", "define MCP"],
+        program=[str(lesson_path(9))],
+        cwd=workspace,
+        env=lesson_environment(loopback),
+    )
+    try:
+        terminal.wait_for_text("Allow? [y/N]")
+        assert 'mcp__glossary__define wants to run: {"term": "MCP"}' in terminal.flat_text()
+        terminal.enter("n")
+        assert terminal.wait_for_exit() == 0
+    finally:
+        terminal.close()
+
+    assert tool_reply_for(loopback, 1, "m1") == "Error [permission_denied]: the user said no"
+
+
 # --- make lesson-diff ------------------------------------------------------------------------
 
 
