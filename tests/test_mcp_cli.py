@@ -612,7 +612,7 @@ def listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_a_streamable_http_servers_tools_are_called(
+def test_a_streamable_http_server_is_called_and_not_reconnected_once_gone(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
 ) -> None:
     with socket.socket() as free:
@@ -628,7 +628,10 @@ def test_a_streamable_http_servers_tools_are_called(
         table = f'[mcp_servers.web]\nurl = "http://127.0.0.1:{port}/mcp"\n'
         user_config(workspace, table + 'bearer_token_env_var = "WEB_TOKEN"\n')
         loopback.queue(
-            tool_stream([("c1", "mcp__web__echo", {"text": "over http"})]), text_stream("ok")
+            tool_stream([("c1", "mcp__web__echo", {"text": "over http"})]),
+            tool_stream([("c2", "mcp__web__crash", {})]),  # the HTTP server's process ends
+            tool_stream([("c3", "mcp__web__echo", {"text": "again"})]),
+            text_stream("ok"),
         )
 
         result = run_cli("run", "-y", "--prompt", "hi", env={"WEB_TOKEN": "t0ken"})
@@ -638,6 +641,9 @@ def test_a_streamable_http_servers_tools_are_called(
 
     assert result.exit_code == 0, result.stderr
     assert tool_contents(loopback.requests[1]) == {"c1": "echo: over http"}
+    assert tool_contents(loopback.requests[2])["c2"].startswith("Error [mcp_call_failed]")
+    gone = tool_contents(loopback.requests[3])["c3"]
+    assert gone.startswith("Error [mcp_call_failed]") and "is not reconnected" in gone
 
 
 def test_the_repl_shows_the_servers_and_counts_their_schemas(

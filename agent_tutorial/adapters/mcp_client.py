@@ -217,8 +217,18 @@ class McpServers:
             self._loop.call_soon_threadsafe(connection.stop.set)
 
     def _restarted(self, server: str, connection: _Connection) -> ClientSession:
-        if connection.restarted or connection.config.transport != "stdio":
-            raise McpCallError(f"the server {server!r} is not running ({connection.error_tail()})")
+        """A new connection to a stdio server that crashed, once per session. An HTTP
+        server runs on its own: the session does not reconnect to one that went away."""
+        if connection.config.transport != "stdio":
+            raise McpCallError(
+                f"the server {server!r} closed the connection, and an HTTP server is not "
+                "reconnected during a session (a new session connects again)"
+            )
+        if connection.restarted:
+            tail = connection.error_tail()
+            raise McpCallError(
+                f"the server {server!r} is not running" + (f" ({tail})" if tail else "")
+            )
         connection.restarted = True
         ready = self._launch(connection)
         try:
