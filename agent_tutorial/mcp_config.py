@@ -149,6 +149,28 @@ def trusted_server_files(root: Path, servers: Any) -> dict[str, str]:
     return {f"{SERVER_FILE_SETTING} {name}": digest for name, digest in digests.items()}
 
 
+def unconfined_server_scripts(
+    root: Path, workspace: Path, servers: Mapping[str, McpServerConfig], *, confined: bool
+) -> tuple[Path, ...]:
+    """The project files named by the commands of the stdio servers that run outside the
+    sandbox (all of them when the session has none): like hook scripts, no tool or
+    sandboxed command may write them during the session, or a rewritten one would run
+    unconfined when its server restarts."""
+    outside = [
+        config
+        for config in servers.values()
+        if config.enabled and config.command is not None and not (confined and config.sandboxed)
+    ]
+    return scripts_of(root, [_from_cwd(_as_entry(config, workspace)) for config in outside])
+
+
+def _as_entry(config: McpServerConfig, workspace: Path) -> dict[str, Any]:
+    """A validated stdio server as an entry, with the folder it starts in (the client's
+    default: the workspace)."""
+    cwd = str(Path(workspace, config.cwd or ""))
+    return {"command": config.command, "args": list(config.args), "cwd": cwd}
+
+
 def _command_line(entry: Mapping[str, Any]) -> str:
     command, args = entry.get("command"), entry.get("args") or []
     if not isinstance(command, str) or not isinstance(args, list):

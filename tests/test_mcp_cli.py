@@ -505,6 +505,30 @@ def test_a_stdio_server_runs_in_the_sessions_sandbox_unless_its_entry_says_not(
     assert processes_with_marker(marker) == []
 
 
+@pytest.mark.parametrize(("options", "writable"), [({}, True), ({"sandbox": "off"}, False)])
+def test_the_script_of_a_server_outside_the_sandbox_is_read_only_to_the_tools(
+    workspace: Path,
+    loopback: LoopbackServer,
+    run_cli: RunCli,
+    marker: str,
+    options: dict[str, object],
+    writable: bool,
+) -> None:
+    # Rewritten, it would run unconfined when its server restarts (as a hook script would).
+    script = workspace / "server.py"
+    script.write_text(GLOSSARY_SERVER.read_text())
+    user_config(workspace, server_table("glossary", marker, str(script), **options))
+    rewrite = ("c1", "write_file", {"path": "server.py", "content": "import os\n"})
+    loopback.queue(tool_stream([rewrite]), text_stream("ok"))
+
+    result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    refused = tool_contents(loopback.requests[1])["c1"].startswith("Error [protected_path]")
+    assert refused is not writable
+    assert (script.read_text() == "import os\n") is writable
+
+
 def test_a_pre_tool_use_hook_sees_the_full_name_and_can_block_a_call(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
 ) -> None:
