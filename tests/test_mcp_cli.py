@@ -689,32 +689,23 @@ def test_the_repl_shows_the_servers_and_counts_their_schemas(
     assert re.search(r"MCP tools +1 tool\(s\), [\d,]+ bytes of schemas", text)
 
 
+@pytest.mark.parametrize(
+    ("relative", "options"),
+    [("server.py", {}), ("tools/server.py", {"cwd": "tools"})],
+    ids=["from the root", "from its cwd"],
+)
 def test_trust_covers_the_script_a_projects_server_runs(
-    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+    workspace: Path,
+    loopback: LoopbackServer,
+    run_cli: RunCli,
+    marker: str,
+    relative: str,
+    options: dict[str, object],
 ) -> None:
-    script = workspace / "server.py"
+    script = workspace / relative
+    script.parent.mkdir(exist_ok=True)
     script.write_text(GLOSSARY_SERVER.read_text())
-    write_state(workspace, "config.toml", server_table("glossary", marker, "server.py"))
-    assert run_cli("trust").exit_code == 0
-    loopback.queue(text_stream("done"), text_stream("done"))
-
-    trusted = run_cli("run", "--prompt", "hi")
-    script.write_text(GLOSSARY_SERVER.read_text() + "\n# changed after the folder was trusted\n")
-    changed = run_cli("run", "--prompt", "hi")
-
-    assert trusted.exit_code == changed.exit_code == 0, changed.stderr
-    assert "mcp__glossary__define" in offered_tools(loopback.requests[0])
-    assert "mcp__glossary__define" not in offered_tools(loopback.requests[1])
-    assert "changed since trusted: mcp server file server.py" in changed.stderr
-
-
-def test_trust_covers_the_script_a_projects_server_names_from_its_cwd(
-    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
-) -> None:
-    script = workspace / "tools" / "server.py"
-    script.parent.mkdir()
-    script.write_text(GLOSSARY_SERVER.read_text())
-    table = server_table("glossary", marker, "server.py", cwd="tools")
+    table = server_table("glossary", marker, "server.py", **options)
     write_state(workspace, "config.toml", table)
     assert run_cli("trust").exit_code == 0
     loopback.queue(text_stream("done"), text_stream("done"))
@@ -726,10 +717,7 @@ def test_trust_covers_the_script_a_projects_server_names_from_its_cwd(
     assert trusted.exit_code == changed.exit_code == 0, changed.stderr
     assert "mcp__glossary__define" in offered_tools(loopback.requests[0])
     assert "mcp__glossary__define" not in offered_tools(loopback.requests[1])
-    assert "changed since trusted: mcp_servers.glossary, mcp server file tools/server.py" not in (
-        changed.stderr
-    )
-    assert "changed since trusted: mcp server file tools/server.py;" in changed.stderr
+    assert f"(changed since trusted: mcp server file {relative}; " in changed.stderr
 
 
 def test_a_projects_server_runs_in_the_project_root_from_a_subfolder(
