@@ -91,6 +91,7 @@ from agent_tutorial.features.todos import (
     render_plan,
     todo_write_tool,
 )
+from agent_tutorial.mcp_config import unconfined_server_scripts
 from agent_tutorial.mcp_session import McpSession
 from agent_tutorial.model_client import open_model_client, session_window, with_server_window
 from agent_tutorial.profiles import Capability, ChapterProfile
@@ -238,18 +239,25 @@ def open_sandbox(
             f"sandbox {mode!r} was asked for, but the sandbox is not available here: {reason}. "
             "To run bash without one, pass --sandbox off."
         )
-    scripts = _hook_scripts(profile, settings, project.root)
+    scripts = _scripts_run_unconfined(profile, settings, project, confined=True)
     policy = _sandbox_policy(settings, mode, project, opened, protected=scripts)
     _refuse_unusable_workspace(policy, project.workspace)
     return SessionSandbox(policy)
 
 
-def _hook_scripts(profile: ChapterProfile, settings: Settings, root: Path) -> tuple[Path, ...]:
-    """The files the session's hooks run (chapter 4): hooks run outside the sandbox, so
-    neither a file tool nor a sandboxed command may rewrite them."""
-    if Capability.HOOKS not in profile:
-        return ()
-    return hook_script_paths(root, settings.hooks)
+def _scripts_run_unconfined(
+    profile: ChapterProfile, settings: Settings, project: Project, *, confined: bool
+) -> tuple[Path, ...]:
+    """The files the session's hooks run (chapter 4), and those its MCP servers outside the
+    sandbox run (chapter 9; all of them unless `confined`): they run outside the sandbox,
+    so neither a file tool nor a sandboxed command may rewrite them."""
+    hooks = hook_script_paths(project.root, settings.hooks) if Capability.HOOKS in profile else ()
+    servers: tuple[Path, ...] = ()
+    if Capability.MCP in profile:
+        servers = unconfined_server_scripts(
+            project.root, project.workspace, settings.mcp_servers, confined=confined
+        )
+    return tuple(dict.fromkeys((*hooks, *servers)))
 
 
 def _sandbox_policy(
@@ -604,7 +612,8 @@ def _add_core_tools(
         tools.register(bash_tool(workspace, bash))
     if Capability.FILE_TOOLS in profile:
         read_only = settings.sandbox == "read-only"  # Codex's read-only: no file changes
-        scripts = _hook_scripts(profile, settings, deps.project.root)
+        confined = deps.sandbox is not None and deps.sandbox.confined
+        scripts = _scripts_run_unconfined(profile, settings, deps.project, confined=confined)
         tools_for_files = file_tools(
             workspace, state_dir=state_dir, read_only=read_only, protected=scripts
         )

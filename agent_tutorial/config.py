@@ -68,7 +68,12 @@ from agent_tutorial.dotenv_file import read_dotenv
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 from agent_tutorial.features.redaction import mask_url_passwords
-from agent_tutorial.mcp_config import check_mcp_servers, trusted_server_files, with_mcp_json
+from agent_tutorial.mcp_config import (
+    check_mcp_servers,
+    each_server_apart,
+    trusted_server_files,
+    with_mcp_json,
+)
 
 DEMO_MODEL = "demo"
 _API_KEY = "api_key"
@@ -410,7 +415,7 @@ def read_project_settings(root: Path) -> ProjectSettings:
     dotenv = _dotenv_settings(lines, dotenv_path)
     plain_toml, powerful_toml = _split_power(toml, _toml_name, state_dir / "config.toml")
     plain_dotenv, powerful_dotenv = _split_power(dotenv, _dotenv_name, dotenv_path)
-    powerful = {**powerful_toml, **powerful_dotenv}
+    powerful = each_server_apart({**powerful_toml, **powerful_dotenv})
     hooks = [value for key, value in powerful.items() if _setting_of(key) == "hooks"]
     powerful |= trusted_script_settings(root, hooks)  # trusting hooks trusts what they run
     powerful |= trusted_server_files(root, toml.get("mcp_servers"))

@@ -70,14 +70,16 @@ def mcp_schema_text(tools: tuple[ToolDefinition, ...]) -> str:
     return f"{len(tools)} tool(s), {size:,} bytes of schemas in every request"
 
 
-def list_servers(settings: Settings, project: Project) -> tuple[ServerStatus, ...]:
-    """Each configured server started, asked for its tools and stopped again: what
-    `mcp list` shows, with no session and no model."""
+def list_servers(
+    settings: Settings, project: Project, sandbox: SandboxPolicy | None
+) -> tuple[ServerStatus, ...]:
+    """Each configured server started (a stdio one in `sandbox`, as a session would), asked
+    for its tools and stopped again: what `mcp list` shows, with no session and no model."""
     if not settings.mcp_servers:
         return ()
     from agent_tutorial.adapters.mcp_client import McpServers
 
-    servers = McpServers.start(settings.mcp_servers, project.workspace)
+    servers = McpServers.start(settings.mcp_servers, project.workspace, sandbox)
     try:
         return servers.statuses
     finally:

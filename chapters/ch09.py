@@ -436,7 +436,8 @@ def ask_user(name: str, arguments: dict[str, Any], reason: str) -> tuple[str, st
             f"terminal to ask on, so it was denied. The user must re-run with "
             f"--permission-mode {mode} (or add an allow rule) to permit it."
         )
-    print(f"{name} wants to run: {subject(arguments)}\nAllow? [y/N] ", end="", file=sys.stderr)
+    shown = subject(arguments) or json.dumps(arguments)  # an MCP tool has neither
+    print(f"{name} wants to run: {shown}\nAllow? [y/N] ", end="", file=sys.stderr)
     yes = sys.stdin.readline().strip().lower() in ("y", "yes")
     return ("allow", "the user said yes") if yes else ("deny", "the user said no")
 

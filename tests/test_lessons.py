@@ -94,6 +94,18 @@ def lesson_environment(
     }
 
 
+def lesson_terminal(
+    chapter: int, workspace: Path, loopback: LoopbackServer, *args: str
+) -> Terminal:
+    """`python chapters/chNN.py ARGS` on a real pty in `workspace`, against the loopback."""
+    return Terminal(
+        list(args),
+        program=[str(lesson_path(chapter))],
+        cwd=workspace,
+        env=lesson_environment(loopback),
+    )
+
+
 @pytest.fixture
 def run_lesson(workspace: Path, loopback: LoopbackServer) -> Iterator[RunLesson]:
     """Runs `python chapters/chNN.py --prompt PROMPT ARGS` in `workspace` against a loopback
@@ -483,12 +495,7 @@ def test_ch3_on_a_terminal_the_user_is_asked_and_the_answer_decides(
         ),
         text_stream("One of two."),
     )
-    terminal = Terminal(
-        ["--prompt", "write both"],
-        program=[str(lesson_path(3))],
-        cwd=workspace,
-        env=lesson_environment(loopback),
-    )
+    terminal = lesson_terminal(3, workspace, loopback, "--prompt", "write both")
     try:
         for asked, answer in enumerate(("y", "n"), start=1):
             terminal.wait_for_text("Allow? [y/N]", times=asked)
@@ -949,6 +956,34 @@ def test_ch8_three_failed_summaries_switch_automatic_summaries_off(
     lines = result.stderr.splitlines()
     assert sum("automatic summary failed" in line for line in lines) == 3
     assert sum("automatic summaries are off" in line for line in lines) == 1
+
+
+# --- chapter 9 -------------------------------------------------------------------------------
+
+
+def test_ch9_on_a_terminal_an_mcp_call_is_asked_for_with_its_arguments(
+    workspace: Path, loopback: LoopbackServer
+) -> None:
+    server = LESSONS / "offline" / "lesson_mcp_server.py"
+    config = workspace / ".agent_tutorial" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(
+        f"[mcp_servers.glossary]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(server))}]\n"
+    )
+    loopback.quirks = STRICT_SERVER
+    call = ("m1", "mcp__glossary__define", {"term": "MCP"})
+    loopback.queue(tool_stream([call]), text_stream("Declined."))
+    terminal = lesson_terminal(9, workspace, loopback, "--prompt", "define MCP")
+    try:
+        terminal.wait_for_text("Allow? [y/N]")
+        assert 'mcp__glossary__define wants to run: {"term": "MCP"}' in terminal.flat_text()
+        terminal.enter("n")
+        assert terminal.wait_for_exit() == 0
+    finally:
+        terminal.close()
+
+    assert tool_reply_for(loopback, 1, "m1") == "Error [permission_denied]: the user said no"
 
 
 # --- make lesson-diff ------------------------------------------------------------------------

@@ -39,6 +39,20 @@ any server will do, since it starts in milliseconds where the SDK's takes a seco
 It also shows the agent working with a server the SDK did not write."""
 DEFINE = ("c1", "mcp__glossary__define", {"term": "MCP"})
 DEFINITION = "Model Context Protocol: "
+SPAWNER = (
+    "import os, subprocess, sys\n"
+    "subprocess.Popen(['sleep', '60'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)\n"
+    "if os.fork() == 0:\n"
+    "    if os.fork(): os._exit(0)\n"
+    "    os.setsid()\n"
+    "    if os.fork(): os._exit(0)\n"
+    "    os.execvp('sleep', ['sleep', '60'])\n"
+    "os.wait()\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
+)
+"""`python -c SPAWNER SERVER.py`: a server that first leaves a helper in its process group
+and a daemon that left it (double fork, setsid), both sleeping with no pipe of the
+client's, then becomes SERVER.py: what a server starting a database or a watcher does."""
 
 
 def server_table(name: str, marker: str, *args: str, **options: object) -> str:
@@ -132,6 +146,27 @@ def test_an_untrusted_projects_server_is_not_started(
     assert result.exit_code == 0, result.stderr
     assert not started.exists()
     assert "mcp_servers" in result.stderr  # folder trust names what it ignored
+
+
+def test_folder_trust_names_each_projects_server_and_the_one_that_changed(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    write_state(workspace, "config.toml", glossary_table(marker))
+    entry = {"command": "uvx", "args": ["mcp-server-time"], "sandbox": "off"}
+    mcp_json = workspace / ".mcp.json"
+    mcp_json.write_text(json.dumps({"mcpServers": {"time": entry}}))
+    loopback.queue(text_stream("done"), text_stream("done"))
+
+    untrusted = run_cli("run", "--prompt", "hi")
+    panel = run_cli("trust")
+    entry["args"] = ["mcp-server-time", "--local-timezone", "UTC"]
+    mcp_json.write_text(json.dumps({"mcpServers": {"time": entry}}))
+    changed = run_cli("run", "--prompt", "hi")
+
+    assert "ignored: mcp_servers.glossary, mcp_servers.time (`agent" in untrusted.stderr
+    assert f"  mcp_servers.glossary: runs {sys.executable} {GLOSSARY_SERVER}\n" in panel.stdout
+    assert "  mcp_servers.time: runs uvx mcp-server-time, outside the sandbox\n" in panel.stdout
+    assert "(changed since trusted: mcp_servers.time; `agent" in changed.stderr
 
 
 def test_a_trusted_projects_server_starts(
@@ -415,6 +450,21 @@ def test_mcp_list_leaves_an_untrusted_projects_servers_alone(
     assert "not trusted, ignored: mcp_servers" in result.stderr
 
 
+@pytest.mark.parametrize(("options", "written"), [({}, False), ({"sandbox": "off"}, True)])
+def test_mcp_list_starts_a_server_in_the_sandbox_a_session_would(
+    workspace: Path, run_cli: RunCli, marker: str, options: dict[str, object], written: bool
+) -> None:
+    outside = workspace.parent / "outside.txt"
+    script = f"open({str(outside)!r}, 'w').close()"
+    user_config(workspace, server_table("writer", marker, "-c", script, **options))
+
+    result = run_cli("mcp", "list")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("writer: failed:")  # it wrote (or not), then ended
+    assert outside.exists() is written
+
+
 def test_mcp_list_says_when_no_server_is_configured(run_cli: RunCli) -> None:
     result = run_cli("mcp", "list")
 
@@ -456,6 +506,30 @@ def test_a_stdio_server_runs_in_the_sessions_sandbox_unless_its_entry_says_not(
     # An MCP tool may change files as bash may: its call takes the turn's checkpoint.
     assert run_cli("undo").stdout.splitlines() == ["removed   inside.txt"]
     assert not inside.exists()
+
+
+@pytest.mark.parametrize(("options", "writable"), [({}, True), ({"sandbox": "off"}, False)])
+def test_the_script_of_a_server_outside_the_sandbox_is_read_only_to_the_tools(
+    workspace: Path,
+    loopback: LoopbackServer,
+    run_cli: RunCli,
+    marker: str,
+    options: dict[str, object],
+    writable: bool,
+) -> None:
+    # Rewritten, it would run unconfined when its server restarts (as a hook script would).
+    script = workspace / "server.py"
+    script.write_text(GLOSSARY_SERVER.read_text())
+    user_config(workspace, server_table("glossary", marker, str(script), **options))
+    rewrite = ("c1", "write_file", {"path": "server.py", "content": "import os\n"})
+    loopback.queue(tool_stream([rewrite]), text_stream("ok"))
+
+    result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    refused = tool_contents(loopback.requests[1])["c1"].startswith("Error [protected_path]")
+    assert refused is not writable
+    assert (script.read_text() == "import os\n") is writable
 
 
 def test_a_pre_tool_use_hook_sees_the_full_name_and_can_block_a_call(
@@ -524,10 +598,31 @@ def test_the_registrys_git_server_reads_the_repository(
 
 
 @pytest.mark.parametrize("options", [{}, {"sandbox": "off"}])
+def test_nothing_a_server_started_outlives_the_run(
+    workspace: Path,
+    loopback: LoopbackServer,
+    run_cli_process: RunCli,
+    marker: str,
+    options: dict[str, object],
+) -> None:
+    # Sandboxed, the server's PID namespace ends with it; unconfined, the keeper it runs
+    # under ends its group and what left the group, as a bash call's are.
+    spawner = server_table("glossary", marker, "-c", SPAWNER, str(GLOSSARY_SERVER), **options)
+    user_config(workspace, spawner)
+    loopback.queue(tool_stream([DEFINE]), text_stream("ok"))
+
+    result = run_cli_process("run", "-y", "--prompt", "hi", timeout_s=WAIT_S)
+
+    assert result.exit_code == 0, result.stderr
+    assert tool_contents(loopback.requests[1])["c1"].startswith(DEFINITION)
+    assert processes_with_marker(marker) == []
+
+
+@pytest.mark.parametrize("options", [{}, {"sandbox": "off"}])
 def test_sigterm_during_a_call_leaves_no_server_behind(
     workspace: Path, loopback: LoopbackServer, marker: str, options: dict[str, object]
 ) -> None:
-    user_config(workspace, server_table("tiny", marker, **options))
+    user_config(workspace, server_table("tiny", marker, "-c", SPAWNER, str(TINY_SERVER), **options))
     loopback.queue(tool_stream([("c1", "mcp__tiny__slow", {"seconds": 60})]))
     arguments = ("run", "-y", "--prompt", "wait")
     with start_cli(workspace, loopback, *arguments) as cli:
@@ -544,7 +639,7 @@ def listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_a_streamable_http_servers_tools_are_called(
+def test_a_streamable_http_server_is_called_and_not_reconnected_once_gone(
     workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
 ) -> None:
     with socket.socket() as free:
@@ -560,7 +655,10 @@ def test_a_streamable_http_servers_tools_are_called(
         table = f'[mcp_servers.web]\nurl = "http://127.0.0.1:{port}/mcp"\n'
         user_config(workspace, table + 'bearer_token_env_var = "WEB_TOKEN"\n')
         loopback.queue(
-            tool_stream([("c1", "mcp__web__echo", {"text": "over http"})]), text_stream("ok")
+            tool_stream([("c1", "mcp__web__echo", {"text": "over http"})]),
+            tool_stream([("c2", "mcp__web__crash", {})]),  # the HTTP server's process ends
+            tool_stream([("c3", "mcp__web__echo", {"text": "again"})]),
+            text_stream("ok"),
         )
 
         result = run_cli("run", "-y", "--prompt", "hi", env={"WEB_TOKEN": "t0ken"})
@@ -570,6 +668,9 @@ def test_a_streamable_http_servers_tools_are_called(
 
     assert result.exit_code == 0, result.stderr
     assert tool_contents(loopback.requests[1]) == {"c1": "echo: over http"}
+    assert tool_contents(loopback.requests[2])["c2"].startswith("Error [mcp_call_failed]")
+    gone = tool_contents(loopback.requests[3])["c3"]
+    assert gone.startswith("Error [mcp_call_failed]") and "is not reconnected" in gone
 
 
 def test_the_repl_shows_the_servers_and_counts_their_schemas(
@@ -591,12 +692,24 @@ def test_the_repl_shows_the_servers_and_counts_their_schemas(
     assert re.search(r"MCP tools +1 tool\(s\), [\d,]+ bytes of schemas", text)
 
 
+@pytest.mark.parametrize(
+    ("relative", "options"),
+    [("server.py", {}), ("tools/server.py", {"cwd": "tools"})],
+    ids=["from the root", "from its cwd"],
+)
 def test_trust_covers_the_script_a_projects_server_runs(
-    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+    workspace: Path,
+    loopback: LoopbackServer,
+    run_cli: RunCli,
+    marker: str,
+    relative: str,
+    options: dict[str, object],
 ) -> None:
-    script = workspace / "server.py"
+    script = workspace / relative
+    script.parent.mkdir(exist_ok=True)
     script.write_text(GLOSSARY_SERVER.read_text())
-    write_state(workspace, "config.toml", server_table("glossary", marker, "server.py"))
+    table = server_table("glossary", marker, "server.py", **options)
+    write_state(workspace, "config.toml", table)
     assert run_cli("trust").exit_code == 0
     loopback.queue(text_stream("done"), text_stream("done"))
 
@@ -607,7 +720,27 @@ def test_trust_covers_the_script_a_projects_server_runs(
     assert trusted.exit_code == changed.exit_code == 0, changed.stderr
     assert "mcp__glossary__define" in offered_tools(loopback.requests[0])
     assert "mcp__glossary__define" not in offered_tools(loopback.requests[1])
-    assert "changed since trusted: mcp server file server.py" in changed.stderr
+    assert f"(changed since trusted: mcp server file {relative}; " in changed.stderr
+
+
+def test_a_projects_server_runs_in_the_project_root_from_a_subfolder(
+    workspace: Path,
+    loopback: LoopbackServer,
+    run_cli: RunCli,
+    marker: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (workspace / "server.py").write_text(GLOSSARY_SERVER.read_text())
+    (workspace / "sub").mkdir()
+    write_state(workspace, "config.toml", server_table("glossary", marker, "server.py"))
+    assert run_cli("trust").exit_code == 0
+    monkeypatch.chdir(workspace / "sub")  # the session starts below the project root
+    loopback.queue(tool_stream([DEFINE]), text_stream("done"))
+
+    result = run_cli("run", "-y", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert tool_contents(loopback.requests[1])["c1"].startswith(DEFINITION)
 
 
 @pytest.mark.parametrize(("answer", "reply"), [("y", DEFINITION), ("n", "declined")])

@@ -16,8 +16,9 @@ The layers, each importing only from itself and the layers it names (`ALLOWED`):
     features      features/**
                   -> OS adapters, core
     OS adapters   adapters/ filesystem, gitignore, shell, sandbox, sandbox_mounts, processes,
-                  escapees, hook_runner, mcp_client, sandbox_launch: what the tools use to
-                  reach files and processes (an MCP server is a process the MCP tools reach)
+                  escapees, hook_runner, mcp_client, sandbox_launch, server_keeper: what the
+                  tools use to reach files and processes (an MCP server is a process the
+                  MCP tools reach)
                   -> core
     model adapters  adapters/ everything else: openai_chat, chat_stream, chat_wire,
                   bounded_transport, provider_errors, context_probe, text_calls,
@@ -226,6 +227,7 @@ OS_FACING = (
     "checkpoint_store",
     "mcp_client",
     "sandbox_launch",
+    "server_keeper",
 )
 TOP_LEVEL = {
     COMPOSITION: (

@@ -10,6 +10,7 @@ would steal exit statuses that `subprocess` is waiting for.
 from __future__ import annotations
 
 import signal
+import time
 from contextlib import suppress
 
 import psutil
@@ -21,6 +22,8 @@ _REAP_ROUNDS = 8
 _REAP_WAIT_S = 2.0
 """How long one pass waits for SIGKILLed orphans to die (only a process stuck in the
 kernel takes longer)."""
+_EXIT_POLL_S = 0.05
+"""How often `wait_for_exit` looks for orphans that a death just re-parented to us."""
 
 
 class Escapees:
@@ -48,6 +51,13 @@ class Escapees:
         _send(fresh, signal.SIGTERM)
         self._terminated.update(fresh)
         return len(fresh)
+
+    def wait_for_exit(self, deadline: float) -> None:
+        """Reap the escapees as they exit, until none is left or the `time.monotonic()`
+        `deadline` passes; each death may orphan more, which get SIGTERM in turn."""
+        while (orphans := self._orphans()) and (left := deadline - time.monotonic()) > 0:
+            psutil.wait_procs(orphans, timeout=min(left, _EXIT_POLL_S))
+            self.terminate()
 
     def kill_and_reap(self) -> int:
         """SIGKILL every escapee and its descendants and reap the orphans among them, until

@@ -4,8 +4,9 @@ stops them all when the session ends.
 
 The SDK is asynchronous and the agent is not: every server's connection lives as a task
 on one event loop in a background thread, and the agent waits on that loop's futures with
-its own timeouts. Closing the session closes each connection, and the SDK's stdio
-transport ends the server's process tree with it.
+its own timeouts. Closing the session closes each connection: a sandboxed server's PID
+namespace ends with the server, and an unconfined one runs under `server_keeper`, which ends
+whatever the server started, as bash's commands are ended.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from mcp.types import CONNECTION_CLOSED, CallToolResult, TextContent
 from pydantic import ValidationError
 
 from agent_tutorial.adapters.sandbox_launch import launch_argv
+from agent_tutorial.adapters.server_keeper import keeper_argv
 from agent_tutorial.core.mcp_servers import (
     McpCallError,
     McpCallResult,
@@ -215,8 +217,18 @@ class McpServers:
             self._loop.call_soon_threadsafe(connection.stop.set)
 
     def _restarted(self, server: str, connection: _Connection) -> ClientSession:
-        if connection.restarted or connection.config.transport != "stdio":
-            raise McpCallError(f"the server {server!r} is not running ({connection.error_tail()})")
+        """A new connection to a stdio server that crashed, once per session. An HTTP
+        server runs on its own: the session does not reconnect to one that went away."""
+        if connection.config.transport != "stdio":
+            raise McpCallError(
+                f"the server {server!r} closed the connection, and an HTTP server is not "
+                "reconnected during a session (a new session connects again)"
+            )
+        if connection.restarted:
+            tail = connection.error_tail()
+            raise McpCallError(
+                f"the server {server!r} is not running" + (f" ({tail})" if tail else "")
+            )
         connection.restarted = True
         ready = self._launch(connection)
         try:
@@ -274,15 +286,14 @@ def _run_until_stopped(loop: asyncio.AbstractEventLoop) -> None:
 async def _connect(connection: _Connection, stack: AsyncExitStack) -> ClientSession:
     config = connection.config
     if config.command is not None:
-        argv = [config.command, *config.args]
-        if connection.sandbox is not None:
-            sandbox = replace(connection.sandbox, visible=what_a_server_runs(argv))
+        argv, cwd = [config.command, *config.args], Path(config.cwd or connection.workspace)
+        if connection.sandbox is not None:  # its PID namespace ends with the server
+            sandbox = replace(connection.sandbox, visible=what_a_server_runs(argv, cwd))
             argv = launch_argv(sandbox, argv)
+        else:  # the keeper ends what the server leaves behind
+            argv = keeper_argv(argv)
         parameters = StdioServerParameters(
-            command=argv[0],
-            args=argv[1:],
-            env=dict(config.env) or None,
-            cwd=config.cwd or connection.workspace,
+            command=argv[0], args=argv[1:], env=dict(config.env) or None, cwd=cwd
         )
         read, write = await stack.enter_async_context(
             stdio_client(parameters, errlog=connection.errors)
@@ -299,10 +310,10 @@ async def _connect(connection: _Connection, stack: AsyncExitStack) -> ClientSess
     return session
 
 
-def what_a_server_runs(argv: list[str]) -> tuple[Path, ...]:
+def what_a_server_runs(argv: list[str], cwd: Path) -> tuple[Path, ...]:
     """What a stdio server's command needs to see in the sandbox wherever it lies: its
     executable (as named and as linked to), the virtual environment that holds it, and the
-    folder of each argument that names an existing file (its script)."""
+    folder of each argument that names an existing file from `cwd` (its script)."""
     found: list[Path] = []
     executable = shutil.which(argv[0])
     if executable is not None:
@@ -312,10 +323,19 @@ def what_a_server_runs(argv: list[str]) -> tuple[Path, ...]:
         if (environment / "pyvenv.cfg").is_file():
             found.append(environment)
     for argument in argv[1:]:
-        path = Path(argument).absolute()
-        if path.is_file():
+        path = (cwd / argument).absolute()
+        if _is_file(path):
             found.append(path.parent)
     return tuple(dict.fromkeys(found))
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` names a file; False for an argument that cannot be a path at all
+    (`-c` with a script longer than a name may be, a NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _headers(config: McpServerConfig) -> dict[str, str]:

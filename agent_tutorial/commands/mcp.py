@@ -21,10 +21,14 @@ def mcp_list(
     """Each configured MCP server: connected with its tools (and the names the model
     sees), failed with why, or disabled. A project's servers count only in a trusted
     folder (`agent-tutorial trust`)."""
+    from contextlib import ExitStack
+
+    from agent_tutorial.bootstrap import open_sandbox
     from agent_tutorial.commands.trust import FolderTrust
     from agent_tutorial.config import load_settings, read_project_settings
     from agent_tutorial.headless import json_text
     from agent_tutorial.mcp_session import describe_servers, list_servers, servers_record
+    from agent_tutorial.profiles import P09
     from agent_tutorial.render import make_consoles
 
     out, err = make_consoles()
@@ -35,7 +39,9 @@ def mcp_list(
     if warning is not None:
         err.print(f"warning: {warning}", markup=False, highlight=False)
     settings = load_settings(project.root, project=files, trusted=trust.trusted)
-    statuses = list_servers(settings, project)
+    with ExitStack() as opened:  # each server in the sandbox a session would give it
+        sandbox = open_sandbox(settings, project, P09, opened)
+        statuses = list_servers(settings, project, sandbox.policy)
     if as_json:
         out.file.write(json_text({"mcp_servers": servers_record(statuses)}) + "\n")
         return

@@ -34,7 +34,8 @@ def trust(
 
     Records the project root (found from PATH, as `run` finds it) and a hash of its
     powerful settings (hooks, permission_mode, allow rules, shell_environment, base_url,
-    api_key_env, redact_secrets, the sandbox's) in your own config folder. They apply from
+    api_key_env, redact_secrets, mcp_servers and .mcp.json, the sandbox's) in your own
+    config folder. They apply from
     then on, until they change: then `run` ignores them again until you trust it again.
     """
     from agent_tutorial.config import load_settings, read_project_settings
@@ -165,19 +166,23 @@ def power_panel(project: Project, settings: ProjectSettings) -> Panel:
 
 
 def describe_powerful(powerful: Mapping[str, Any]) -> list[str]:
-    """One line per setting, one per hook command."""
+    """One line per setting, one per hook command, one per MCP server."""
     import orjson
 
     from agent_tutorial.config import SCRIPT_SETTING
     from agent_tutorial.features.redaction import mask_url_passwords
+    from agent_tutorial.mcp_config import SERVER_FILE_SETTING, SERVERS_SETTING, describe_server
 
     lines: list[str] = []
     for name, value in powerful.items():
         if name in HOOK_SETTINGS and isinstance(value, dict):
             lines += [f"{name}: {event} runs {command}" for event, command in _commands(value)]
             continue
-        if name.startswith(SCRIPT_SETTING):  # its content, by a hash: enough to tell apart
+        if name.startswith((SCRIPT_SETTING, SERVER_FILE_SETTING)):  # a hash tells them apart
             lines.append(f"{name}: sha256 {str(value)[:12]}…")
+            continue
+        if name.startswith(f"{SERVERS_SETTING}."):
+            lines.append(f"{name}: {mask_url_passwords(describe_server(value))}")
             continue
         shown = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
         lines.append(f"{name} = {mask_url_passwords(shown)}")
