@@ -85,7 +85,8 @@ def test_a_word_naming_a_file_inside_the_project_is_a_script(workspace: Path) ->
         "jq . >> hooks/log.txt",  # written by redirection
         "jq . 2>hooks/log.txt",
         "cat .agent_tutorial/hook.py",  # the state folder: out of reach already
-        "python3 -m hooks.guard",
+        "hooks.guard x -m",  # -m names the module after it
+        "cd hooks && python3 guard.py",  # not from the project root: a known limit
     ],
 )
 def test_a_word_that_is_no_script_inside_the_project_is_not_counted(
@@ -97,6 +98,33 @@ def test_a_word_that_is_no_script_inside_the_project_is_not_counted(
     write_state(workspace, "hook.py", "")
 
     assert scripts_of(workspace, [command]) == ()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "bash -c 'python3 hooks/guard.py'",
+        'sh -c "exec python3 hooks/guard.py --strict"',
+        'sh -c "bash -c \'python3 hooks/guard.py\'"',
+        "python3 -m hooks.guard",
+        "-m hooks.guard",
+        "sh -c 'python3 -m hooks.guard'",
+    ],
+)
+def test_a_script_in_a_quoted_command_line_or_run_as_a_module_is_found(
+    workspace: Path, command: str
+) -> None:
+    script = write_guard(workspace)
+
+    assert scripts_of(workspace, [command]) == (script.resolve(),)
+
+
+def test_a_package_run_as_a_module_names_its_main(workspace: Path) -> None:
+    main = workspace / "hooks" / "__main__.py"
+    main.parent.mkdir()
+    main.write_text("")
+
+    assert scripts_of(workspace, ["python3 -m hooks"]) == (main.resolve(),)
 
 
 @pytest.mark.parametrize("name", ["hooks/guard.py", "hooks/my guard.py", "hooks/g+uard@2.py"])
@@ -387,12 +415,42 @@ def test_write_and_edit_tools_return_a_clear_error_and_leave_the_script(workspac
     edited = run_protected_tool(
         workspace, "edit_file", path=GUARD, old_text="sys.stdin.read()", new_text="print(1)"
     )
-    other = run_protected_tool(workspace, "write_file", path="hooks/other.py", content="ok")
+    other = run_protected_tool(workspace, "write_file", path="src/other.py", content="ok")
 
     for result in (written, edited):
         assert result.is_error and "it is a hook script" in result.content, result.content
     assert not other.is_error
     assert script.read_text() == ALLOWING_GUARD
+
+
+@pytest.mark.parametrize("path", ["hooks/json.py", "hooks/lib/helper.py", "link/json.py"])
+def test_write_file_refuses_any_file_in_the_folder_of_a_hook_script(
+    workspace: Path, path: str
+) -> None:
+    # `python3 hooks/guard.py` imports from hooks/ first: a json.py there runs in the hook.
+    write_guard(workspace)
+    (workspace / "link").symlink_to("hooks")
+    (workspace / "hooks" / "lib").mkdir()
+
+    result = run_protected_tool(workspace, "write_file", path=path, content=EVIL_GUARD)
+
+    assert result.is_error
+    assert f"tools may not write {path!r}: it lies in hooks/, the folder of a hook script" in (
+        result.content
+    )
+    assert sorted(p.name for p in (workspace / "hooks").rglob("*")) == ["guard.py", "lib"]
+
+
+def test_a_hook_script_at_the_top_of_the_workspace_protects_no_folder(workspace: Path) -> None:
+    (workspace / "guard.py").write_text(ALLOWING_GUARD)
+    registry = ToolRegistry(file_tools(workspace, protected=scripts_of(workspace, ["guard.py"])))
+
+    def write(path: str) -> ToolResult:
+        arguments = orjson.dumps({"path": path, "content": "x"}).decode()
+        return registry.run(tool_call("call-1", "write_file", arguments))
+
+    assert "it is a hook script" in write("guard.py").content
+    assert not write("beside.py").is_error
 
 
 # --- the attacks, through the CLI ---------------------------------------------------------
@@ -431,6 +489,29 @@ def test_a_sandboxed_command_cannot_rewrite_or_replace_the_guard(
     assert "Read-only file system" in refused or "Device or resource busy" in refused
     assert "[sandbox] The command ran in the sandbox" in refused
     assert tool_reply_for(loopback, 1, "b2").startswith("next")  # the guard still runs
+    assert not (workspace / "pwned").exists()
+
+
+@pytest.mark.skipif(SANDBOX_MISSING is not None, reason=f"no sandbox here: {SANDBOX_MISSING}")
+def test_a_guard_named_inside_sh_c_is_protected_and_its_hook_runs(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    write_guard(workspace)
+    write_state(workspace, "config.toml", hooks_toml(command=f'sh -c "{guard_command()}"'))
+    rewrite = f"printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}"
+    loopback.queue(
+        tool_stream(
+            [("b1", "bash", {"command": rewrite}), ("b2", "bash", {"command": "echo next"})]
+        ),
+        text_stream("done"),
+    )
+
+    result = run_cli("run", "--trust-project", "-c", "4", "-y", "-p", "go")
+
+    assert result.exit_code == 0, result.stderr
+    assert "Read-only file system" in tool_reply_for(loopback, 1, "b1")
+    assert tool_reply_for(loopback, 1, "b2").startswith("next")
+    assert (workspace / GUARD).read_text() == ALLOWING_GUARD
     assert not (workspace / "pwned").exists()
 
 
@@ -475,6 +556,34 @@ def test_write_file_cannot_rewrite_the_guard_through_the_cli(
     assert result.exit_code == 0, result.stderr
     assert (workspace / GUARD).read_text() == ALLOWING_GUARD
     assert "it is a hook script" in tool_reply_for(loopback, 1, "w1")
+
+
+def test_in_accept_edits_write_file_cannot_plant_a_module_the_guard_imports(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # The next hook would run `python3 hooks/guard.py`, which imports json from hooks/
+    # before the standard library: an edit, run without a question in accept-edits.
+    write_guard(workspace, "import json, sys\njson.loads(sys.stdin.read())\n")
+    write_state(workspace, "config.toml", hooks_toml())
+    loopback.queue(
+        tool_stream(
+            [
+                ("w1", "write_file", {"path": "hooks/json.py", "content": EVIL_GUARD}),
+                ("w2", "write_file", {"path": "notes.txt", "content": "kept\n"}),
+            ]
+        ),
+        text_stream("done"),
+    )
+
+    result = run_cli(
+        "run", "--trust-project", "-c", "4", "--permission-mode", "accept-edits", "-p", "go"
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert "it lies in hooks/, the folder of a hook script" in tool_reply_for(loopback, 1, "w1")
+    assert not (workspace / "hooks" / "json.py").exists()
+    assert not (workspace / "pwned").exists()
+    assert (workspace / "notes.txt").read_text() == "kept\n"  # the guard ran, and allowed it
 
 
 def test_a_run_started_in_a_downloaded_folder_runs_the_projects_guard_not_its_own(

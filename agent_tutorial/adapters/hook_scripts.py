@@ -12,9 +12,12 @@ Not counted: a file the command writes by redirection (`>> hooks.log`), and anyt
 later where the command names one counts as a change: `touch marker` as a hook fails once
 `marker` exists (write it outside the project, or under `.agent_tutorial/`).
 
-What is not seen: a script reached another way (`python3 -m hooks.guard`, `bash -c '...'`
-with the path inside the quoted text, `$VAR/guard.py`, a file the script imports). Name
-the script itself in the command for it to be covered.
+A word that is itself a command line is read too (`bash -c 'python3 hooks/guard.py'`), and
+a module run with `-m` names its file (`python3 -m hooks.guard`: `hooks/guard.py`). What is
+not seen: a script reached another way (`cd hooks && python3 guard.py`, `$VAR/guard.py`,
+a file the script imports: the sandbox and the file tools keep the folder holding a script
+out of reach, not what it imports from elsewhere). Name the script itself in the command,
+from the project root, for it to be covered.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import hashlib
 import os
 import shlex
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +61,22 @@ def hook_snapshot(project_root: Path, hooks: HooksConfig) -> dict[str, dict[str,
 def scripts_of(project_root: Path, commands: Iterable[str]) -> tuple[Path, ...]:
     """The hook scripts the commands name (see the module's docstring)."""
     root = project_root.resolve()
-    found = (_script(root, word) for command in commands for word in read_words(command))
+    found = (_script(root, word) for command in commands for word in named_files(command))
     return tuple(dict.fromkeys(path for path in found if path is not None))
+
+
+def named_files(command: str) -> Iterator[str]:
+    """What may name a file in `command`: each of its words, the words of a word that is a
+    command line itself (`bash -c 'python3 hooks/guard.py'`; each level is shorter, so this
+    ends), and the files of a module run with `-m` (`hooks/guard.py` for `-m hooks.guard`)."""
+    words = read_words(command)
+    for index, word in enumerate(words):
+        yield word
+        if index > 0 and words[index - 1] == "-m":
+            module = word.replace(".", "/")
+            yield from (f"{module}.py", f"{module}/__main__.py")
+        if any(character.isspace() for character in word):
+            yield from named_files(word)
 
 
 def read_words(command: str) -> list[str]:
