@@ -20,6 +20,7 @@ import pytest
 
 from agent_tutorial.adapters.sandbox import SandboxPolicy, sandbox_available
 from agent_tutorial.adapters.sandbox_git import (
+    SubmoduleWatch,
     enclosing_repository,
     git_marker_watch,
     repository_at,
@@ -174,6 +175,169 @@ def test_read_only_and_an_ordinary_git_folder_need_no_watch(scratch: Path) -> No
     output = run(bash_in(workspace, scratch, "read-only"), "git init -q; echo done")
     assert "[sandbox] the command made" not in output
     assert not os.path.lexists(workspace / ".git")  # read-only: it could not make one
+
+
+# A submodule's .git ---------------------------------------------------------------------------
+
+
+def with_submodule(top: Path, path: str = "libs/sub", *, populated: bool = True) -> Path:
+    """A repository at `top` whose index records a submodule at `path` (its own `.git`
+    folder there when `populated`, else an empty folder); returns the submodule's folder."""
+    make_repository(top)
+    commit = "1" * 40
+    cacheinfo = f"160000,{commit},{path}"
+    subprocess.run(
+        ["git", "-C", str(top), "update-index", "--add", "--cacheinfo", cacheinfo], check=True
+    )
+    folder = top / path
+    folder.mkdir(parents=True)
+    if populated:
+        make_repository(folder)
+    return folder
+
+
+@needs_sandbox
+@needs_git
+def test_a_git_put_in_a_submodules_place_by_moving_its_folder_is_removed_and_said(
+    scratch: Path,
+) -> None:
+    # The submodule's .git is read-only, but the folder holding it can be moved away.
+    top = scratch / "repository"
+    with_submodule(top)
+    bash = bash_in(top, scratch)
+
+    output = run(bash, "mv libs moved && mkdir -p libs/sub && git init -q libs/sub && echo made")
+
+    assert output.startswith("made\n")
+    assert output.endswith(
+        f"[sandbox] the command made libs/sub/.git, which git run at {top} would obey as a "
+        "submodule's repository; the agent removed it"
+    )
+    assert not os.path.lexists(top / "libs" / "sub" / ".git")
+    assert (top / "moved" / "sub" / ".git").is_dir()  # the submodule's own, moved with it
+
+
+@needs_sandbox
+@needs_git
+def test_a_git_made_where_a_submodule_has_none_is_removed(scratch: Path) -> None:
+    top = scratch / "repository"
+    with_submodule(top, populated=False)
+    bash = bash_in(top, scratch)
+
+    output = run(bash, "echo 'gitdir: ../../evil' > libs/sub/.git; echo x > libs/sub/f")
+
+    assert "[sandbox] the command made libs/sub/.git" in output
+    assert sorted(path.name for path in (top / "libs" / "sub").iterdir()) == ["f"]
+
+
+@needs_sandbox
+@needs_git
+def test_a_submodules_git_the_user_makes_between_commands_is_left_alone(
+    scratch: Path,
+) -> None:
+    top = scratch / "repository"
+    folder = with_submodule(top, populated=False)
+    bash = bash_in(top, scratch)
+    make_repository(folder)  # the user, outside the sandbox, after the session began
+
+    output = run(bash, "echo hello")
+
+    assert "[sandbox]" not in output
+    assert (folder / ".git").is_dir()
+
+
+@needs_sandbox
+@needs_git
+def test_a_link_on_a_submodules_way_is_never_followed_to_remove_what_it_leads_to(
+    scratch: Path,
+) -> None:
+    # git does not step into a submodule behind a link, and the agent must not delete
+    # through one what lies outside the workspace.
+    top = scratch / "repository"
+    with_submodule(top)
+    outside = make_repository(scratch / "outside" / "sub")
+    bash = bash_in(top, scratch)
+
+    output = run(bash, f"mv libs moved && ln -s {scratch / 'outside'} libs && echo linked")
+
+    assert output.startswith("linked\n")
+    assert "[sandbox] the command made" not in output
+    assert outside.is_dir()
+
+
+@needs_sandbox
+@needs_git
+def test_a_submodules_own_git_moved_back_by_a_later_command_is_left_alone(
+    scratch: Path,
+) -> None:
+    # Behind a link for one command (git does not look there), then back: the .git is the
+    # submodule's own, which the agent must not take for one a command made.
+    top = scratch / "repository"
+    folder = with_submodule(top)
+    (scratch / "elsewhere").mkdir()
+    bash = bash_in(top, scratch)
+
+    away = run(bash, f"mv libs moved && ln -s {scratch / 'elsewhere'} libs && echo away")
+    back = run(bash, "rm libs && mv moved libs && echo back")
+
+    assert "[sandbox] the command made" not in away + back
+    assert (folder / ".git" / "HEAD").is_file()
+
+
+@needs_sandbox
+@needs_git
+def test_a_git_made_once_a_link_on_a_submodules_way_is_gone_is_removed(scratch: Path) -> None:
+    # While the link is there nothing is stepped into; the next command replaces it.
+    top = scratch / "repository"
+    with_submodule(top)
+    (scratch / "elsewhere").mkdir()
+    bash = bash_in(top, scratch)
+
+    run(bash, f"mv libs moved && ln -s {scratch / 'elsewhere'} libs")
+    output = run(bash, "rm libs && mkdir -p libs/sub && git init -q libs/sub && echo made")
+
+    assert "[sandbox] the command made libs/sub/.git" in output
+    assert not os.path.lexists(top / "libs" / "sub" / ".git")
+
+
+@needs_git
+def test_a_repository_without_submodules_or_no_repository_needs_no_watch(scratch: Path) -> None:
+    make_repository(scratch / "repository")
+    (scratch / "plain").mkdir()
+
+    assert SubmoduleWatch(scratch / "repository").look() is None
+    assert SubmoduleWatch(scratch / "plain").look() is None
+
+
+@needs_git
+def test_the_watch_holds_the_submodules_in_the_workspace_and_theirs_in_turn(
+    scratch: Path,
+) -> None:
+    top = scratch / "repository"
+    inner = with_submodule(top, "src/sub")
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(inner),
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            f"160000,{'2' * 40},deep",
+        ],
+        check=True,
+    )
+    (top / "other").mkdir()
+    subprocess.run(
+        ["git", "-C", str(top), "update-index", "--add", "--cacheinfo", f"160000,{'3' * 40},other"],
+        check=True,
+    )
+
+    look = SubmoduleWatch(top / "src").look()
+
+    assert look is not None and look.top == top
+    assert sorted(look.before) == [inner / ".git", inner / "deep" / ".git"]
+    assert look.before[inner / "deep" / ".git"] is None  # not made yet: watched all the same
 
 
 # Finding the repository folder ----------------------------------------------------------------

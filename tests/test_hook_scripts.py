@@ -105,7 +105,7 @@ def test_a_word_that_is_no_script_inside_the_project_is_not_counted(
     [
         "bash -c 'python3 hooks/guard.py'",
         'sh -c "exec python3 hooks/guard.py --strict"',
-        'sh -c "bash -c \'python3 hooks/guard.py\'"',
+        "sh -c \"bash -c 'python3 hooks/guard.py'\"",
         "python3 -m hooks.guard",
         "-m hooks.guard",
         "sh -c 'python3 -m hooks.guard'",

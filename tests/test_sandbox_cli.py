@@ -387,6 +387,45 @@ def test_a_command_cannot_change_what_git_outside_the_sandbox_obeys(
     assert not (workspace.parent / "pwned").exists()
 
 
+def add_submodule(top: Path, path: str) -> None:
+    """A repository at `top` with one commit and a submodule at `path` (a real one, cloned
+    from a repository beside it), made outside the sandbox."""
+    make_repository(top.parent / "library")
+    make_repository(top)
+    allow_files = ["-c", "protocol.file.allow=always"]
+    library = str(top.parent / "library")
+    add = ["git", *allow_files, "submodule", "add", "-q", library, path]
+    subprocess.run(add, cwd=top, check=True, capture_output=True)
+
+
+@needs_git
+def test_a_command_cannot_make_git_at_the_top_obey_a_submodules_configuration(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # `git status` at the top runs `git status` in each submodule, which obeys the
+    # submodule's .git: re-pointed, or replaced after its folder was moved, it ran a
+    # command outside the sandbox.
+    add_submodule(workspace, "libs/sub")
+    pwned = workspace.parent / "pwned"
+    evil = f"git -C evil config core.fsmonitor 'touch {pwned}; false'"
+    work, repoint, replace = (
+        "echo more >> libs/sub/a && git status --short && git -C libs/sub log --oneline",
+        f"git init -q evil && {evil} && echo 'gitdir: ../../evil/.git' > libs/sub/.git",
+        "mv libs moved && mkdir -p libs/sub && git init -q libs/sub && "
+        f"git -C libs/sub config core.fsmonitor 'touch {pwned}; false' && echo made",
+    )
+
+    worked, repointed, replaced = bash_runs(run_cli, loopback, [work, repoint, replace])
+
+    assert "Am libs/sub\n" in worked and " first\n[exit code 0" in worked
+    assert "libs/sub/.git: Read-only file system" in repointed
+    assert replaced.startswith("made\n")
+    assert "[sandbox] the command made libs/sub/.git, which git run at" in replaced
+    status = git_outside(workspace, "status", "--short")
+    assert status.returncode == 0, status.stderr
+    assert not pwned.exists()
+
+
 @needs_git
 def test_git_status_and_log_work_in_the_sandbox_and_a_commit_is_refused_with_a_hint(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path

@@ -5,7 +5,9 @@ runs commands inside one)."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -17,6 +19,7 @@ from agent_tutorial.adapters.sandbox_mounts import SandboxPathError, mount_argum
 from agent_tutorial.core.sandbox import SandboxPolicy
 
 SYSTEM = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
 def slash_tmp(policy: SandboxPolicy) -> list[str]:
@@ -251,6 +254,52 @@ def test_a_link_in_the_repository_folder_to_outside_is_not_bound_on_its_own(
     # The link is inside the read-only folder; what it points to is outside the workspace,
     # read-only anyway.
     assert after_the_writable_ones(policy)[3:] == read_only(git)
+
+
+def record_submodules(top: Path, *paths: str) -> None:
+    """Make `top` a repository whose index records a submodule at each of `paths`."""
+    subprocess.run(["git", "init", "-q", str(top)], check=True, capture_output=True)
+    lines = "".join(f"160000 {'1' * 40}\t{path}\n" for path in paths)
+    git_index = ["git", "-C", str(top), "update-index", "--add", "--index-info"]
+    subprocess.run(git_index, input=lines, text=True, check=True)
+
+
+@needs_git
+def test_each_submodules_git_file_or_folder_is_read_only_but_not_its_git_dir_again(
+    policy: SandboxPolicy,
+) -> None:
+    # `git status` at the top steps into each: a .git file re-pointed, or a .git folder's
+    # config, would run a command there.
+    workspace = policy.workspace
+    record_submodules(workspace, "b", "libs/a", "libs/unpopulated")
+    (workspace / ".git" / "modules" / "a").mkdir(parents=True)
+    (workspace / "libs" / "a").mkdir(parents=True)
+    (workspace / "libs" / "a" / ".git").write_text("gitdir: ../../.git/modules/a\n")
+    subprocess.run(["git", "init", "-q", str(workspace / "b")], check=True)
+
+    protected = after_the_writable_ones(policy)
+
+    state, git = workspace / ".agent_tutorial", workspace / ".git"
+    submodules = [*read_only(workspace / "b" / ".git"), *read_only(workspace / "libs/a/.git")]
+    assert protected == [*read_only(state), *read_only(git), *submodules]
+
+
+@needs_git
+def test_a_submodules_own_submodules_are_bound_and_one_behind_a_link_is_not(
+    policy: SandboxPolicy, tmp_path: Path
+) -> None:
+    top = policy.workspace
+    record_submodules(top, "link/sub", "work/sub")
+    record_submodules(top / "work" / "sub", "deep")
+    subprocess.run(["git", "init", "-q", str(top / "work" / "sub" / "deep")], check=True)
+    (tmp_path / "elsewhere" / "sub" / ".git").mkdir(parents=True)
+    (top / "link").symlink_to(tmp_path / "elsewhere")  # git does not step into it either
+
+    arguments = after_the_writable_ones(policy)
+
+    state, git = top / ".agent_tutorial", top / ".git"
+    submodules = [*read_only(top / "work/sub/.git"), *read_only(top / "work/sub/deep/.git")]
+    assert arguments == [*read_only(state), *read_only(git), *submodules]
 
 
 # --- the secrets --------------------------------------------------------------------------

@@ -15,8 +15,9 @@ The layers, each importing only from itself and the layers it names (`ALLOWED`):
                   -> features, OS adapters, core
     features      features/**
                   -> OS adapters, core
-    OS adapters   adapters/ filesystem, gitignore, shell, sandbox, sandbox_mounts, processes,
-                  escapees, hook_runner, mcp_client, sandbox_launch: what the tools use to
+    OS adapters   adapters/ filesystem, gitignore, shell, sandbox, sandbox_mounts, sandbox_git,
+                  git_index, processes, escapees, hook_runner, hook_scripts, checkpoint_store,
+                  mcp_client, sandbox_launch: what the tools use to
                   reach files and processes (an MCP server is a process the MCP tools reach)
                   -> core
     model adapters  adapters/ everything else: openai_chat, chat_stream, chat_wire,
@@ -219,6 +220,7 @@ OS_FACING = (
     "sandbox",
     "sandbox_mounts",
     "sandbox_git",
+    "git_index",
     "processes",
     "escapees",
     "hook_runner",

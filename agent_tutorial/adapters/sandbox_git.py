@@ -18,13 +18,18 @@ import contextlib
 import os
 import shutil
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from agent_tutorial.adapters.git_index import gitlinks
 from agent_tutorial.core.paths import VCS_DIR
 
 _POINTER_BYTES = 4096
 """A `.git` file or a `commondir` holds one short line; more is not git's."""
+_MAX_REPOSITORIES = 256
+"""How many repositories (the top one and its submodules, nested) are read for submodules:
+a bound on the work before each command, whatever a repository's index holds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +42,8 @@ class Repository:
     folders: tuple[Path, ...]
     """The real paths to keep read-only: the `.git` folder (or file), the git directory a
     `.git` file points to, and the common directory a linked worktree shares."""
+    git_dir: Path | None = None
+    """The real path of the git directory, which holds the index; None: there is none."""
 
     @property
     def top(self) -> Path:
@@ -56,11 +63,11 @@ def repository_at(folder: Path) -> Repository | None:
         found = [real_path(marker)]
         if git_dir is not None:
             found += _with_common_dir(git_dir)
-        return Repository(marker, _existing(found))
+        return Repository(marker, _existing(found), git_dir)
     real = real_path(marker)
     if real is None or not real.is_dir():
         return Repository(marker, ())  # a dangling link, a loop, a FIFO: nothing git obeys
-    return Repository(marker, _existing(_with_common_dir(real)))
+    return Repository(marker, _existing(_with_common_dir(real)), real)
 
 
 def enclosing_repository(workspace: Path) -> Repository | None:
@@ -74,6 +81,44 @@ def enclosing_repository(workspace: Path) -> Repository | None:
         if repository is not None:
             return repository
     return None
+
+
+def submodule_markers(repository: Repository) -> tuple[Path, ...]:
+    """The `.git` of every submodule `git status` at the repository's top would step into
+    (and obey the configuration of): each path its index records as a gitlink, and in turn
+    the submodules' own, whether that `.git` exists now or not, and even behind a symbolic
+    link (git does not step past one, but a command can replace the link). A path leading
+    out is left out; the submodules of one behind a link are not read."""
+    found: list[Path] = []
+    pending, seen = [repository], set[Path]()
+    while pending and len(seen) < _MAX_REPOSITORIES:
+        current = pending.pop()
+        if current.git_dir is None or current.git_dir in seen:
+            continue
+        seen.add(current.git_dir)
+        for link in gitlinks(current.git_dir):
+            folder = _folder_below(current.top, link)
+            if folder is None:
+                continue
+            found.append(folder / VCS_DIR)
+            inner = repository_at(folder) if stepped_into(folder) else None
+            if inner is not None:
+                pending.append(inner)
+    return tuple(found)
+
+
+def _folder_below(top: Path, relative: str) -> Path | None:
+    """`top/relative` if it is a relative path of plain names (it need not exist)."""
+    parts = PurePosixPath(relative).parts
+    if not parts or relative.startswith("/") or {".", "..", "", VCS_DIR} & set(parts):
+        return None
+    return top.joinpath(*parts)
+
+
+def stepped_into(folder: Path) -> bool:
+    """Whether git would step into the submodule at `folder` (a real path's child): not
+    when a symbolic link is on the way, nor when it is one."""
+    return real_path(folder) == folder
 
 
 def real_path(path: Path) -> Path | None:
@@ -195,20 +240,132 @@ def git_marker_watch(workspace: Path) -> GitMarkerWatch | None:
     return GitMarkerWatch(marker, link_text)
 
 
-def _remove(path: Path) -> None:
-    """Remove `path` without following it: a link or file is unlinked, a folder removed with
-    everything in it, even folders a command left without permissions for their owner."""
-    parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+_Entry = tuple[int, int, int]
+"""A directory entry's device, inode and type: what it is, whatever name it has."""
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+@dataclass(frozen=True, slots=True)
+class SubmoduleLook:
+    """Each submodule's `.git` in the workspace as it was right before one command."""
+
+    top: Path
+    """The repository's top, from which each `.git` is reached without following a link."""
+    before: Mapping[Path, _Entry | None]
+    """Each `.git` as it was (None: absent, or behind a link git does not follow)."""
+
+
+class SubmoduleWatch:
+    """What the read-only mounts of the submodules' `.git` (`submodule_markers`) cannot stop,
+    undone after each command of a session: a `.git` made where a submodule has none (git
+    would step into it), or one put in place of another after the folder holding the
+    read-only one was renamed away (`mv libs l && mkdir -p libs/sub && git init libs/sub`).
+    A `.git` seen before any command of the session (one the user made, or the submodule's
+    own moved back) is left alone: only what a command made is removed."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace.resolve()
+        self._seen: dict[Path, set[_Entry | None]] = {}
+
+    def look(self) -> SubmoduleLook | None:
+        """Before a command: each submodule's `.git` in the workspace now (None: none)."""
+        repository = repository_at(self.workspace) or enclosing_repository(self.workspace)
+        if repository is None:
+            return None
+        markers = submodule_markers(repository)
+        inside = [marker for marker in markers if marker.is_relative_to(self.workspace)]
+        before = {marker: _entry(repository.top, marker) for marker in inside}
+        for marker, entry in before.items():
+            self._seen.setdefault(marker, set()).add(entry)
+        return SubmoduleLook(repository.top, before) if before else None
+
+    def undo_changes(self, look: SubmoduleLook) -> list[str]:
+        """After the command: a note for each `.git` it made, which is removed."""
+        notes = []
+        for marker in look.before:
+            now = _entry(look.top, marker)
+            if now is not None and now not in self._seen[marker]:
+                notes.append(_remove_submodule_git(look.top, marker))
+        return notes
+
+
+def _remove_submodule_git(top: Path, marker: Path) -> str:
+    shown = marker.relative_to(top)
+    parent = _folder_descriptor(top, marker.parent)
     try:
-        with contextlib.suppress(FileNotFoundError):
-            if not _is_real_folder(path.name, parent):
-                os.unlink(path.name, dir_fd=parent)
-                return
-            os.chmod(path.name, stat.S_IRWXU, dir_fd=parent)
-            _open_up(path.name, parent)
-            shutil.rmtree(path.name, dir_fd=parent)
+        if parent is None:
+            raise FileNotFoundError(marker.parent)
+        _remove_at(parent, VCS_DIR)
+    except OSError as error:
+        return (
+            f"the command made {shown}, which git run at {top} would obey as a submodule's "
+            f"repository, and it could not be removed: {error}; remove it before running "
+            "git there"
+        )
+    finally:
+        if parent is not None:
+            os.close(parent)
+    return (
+        f"the command made {shown}, which git run at {top} would obey as a submodule's "
+        "repository; the agent removed it"
+    )
+
+
+def _entry(top: Path, path: Path) -> _Entry | None:
+    """What `path` below `top` is, reached without following a link (None: nothing there,
+    or a link on the way, past which git does not look either)."""
+    parent = _folder_descriptor(top, path.parent)
+    if parent is None:
+        return None
+    try:
+        info = os.stat(path.name, dir_fd=parent, follow_symlinks=False)
+    except OSError:
+        return None
     finally:
         os.close(parent)
+    return (info.st_dev, info.st_ino, stat.S_IFMT(info.st_mode))
+
+
+def _folder_descriptor(top: Path, folder: Path) -> int | None:
+    """`folder` (at or below `top`) opened one name at a time, never through a link."""
+    try:
+        descriptor = os.open(top, _FOLDER_FLAGS)
+    except OSError:
+        return None
+    for name in folder.relative_to(top).parts:
+        try:
+            below = os.open(name, _FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=descriptor)
+        except OSError:
+            below = None
+        os.close(descriptor)
+        if below is None:
+            return None
+        descriptor = below
+    return descriptor
+
+
+def _remove(path: Path) -> None:
+    """Remove `path` without following it (see `_remove_at`)."""
+    parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        _remove_at(parent, path.name)
+    finally:
+        os.close(parent)
+
+
+def _remove_at(parent: int, name: str) -> None:
+    """Remove `name` in the folder `parent` without following it: a link or file is
+    unlinked, a folder removed with everything in it, even folders a command left without
+    permissions for their owner."""
+    with contextlib.suppress(FileNotFoundError):
+        if not _is_real_folder(name, parent):
+            os.unlink(name, dir_fd=parent)
+            return
+        os.chmod(name, stat.S_IRWXU, dir_fd=parent)
+        _open_up(name, parent)
+        shutil.rmtree(name, dir_fd=parent)
 
 
 def _is_real_folder(name: str, parent: int) -> bool:
