@@ -27,6 +27,7 @@ from agent_tutorial.adapters.sandbox import (
     sandbox_available,
     sandboxed,
 )
+from agent_tutorial.adapters.sandbox_git import git_hooks_folder
 from agent_tutorial.adapters.text_tool_calls import SwitchReason, TextToolCalls
 from agent_tutorial.config import ConfigError, Settings, user_config_path
 from agent_tutorial.core.events import (
@@ -238,10 +239,19 @@ def open_sandbox(
             f"sandbox {mode!r} was asked for, but the sandbox is not available here: {reason}. "
             "To run bash without one, pass --sandbox off."
         )
-    scripts = _hook_scripts(profile, settings, project.root)
-    policy = _sandbox_policy(settings, mode, project, opened, protected=scripts)
+    protected = _protected(profile, settings, project)
+    policy = _sandbox_policy(settings, mode, project, opened, protected=protected)
     _refuse_unusable_workspace(policy, project.workspace)
     return SessionSandbox(policy)
+
+
+def _protected(profile: ChapterProfile, settings: Settings, project: Project) -> tuple[Path, ...]:
+    """What neither a file tool nor a sandboxed command may write, since it runs outside the
+    sandbox: the scripts of the session's hooks, and the git hooks folder `core.hooksPath`
+    names (found once, at the session's start)."""
+    git_hooks = git_hooks_folder(project.workspace)
+    scripts = _hook_scripts(profile, settings, project.root)
+    return scripts if git_hooks is None else (*scripts, git_hooks)
 
 
 def _hook_scripts(profile: ChapterProfile, settings: Settings, root: Path) -> tuple[Path, ...]:
@@ -604,9 +614,9 @@ def _add_core_tools(
         tools.register(bash_tool(workspace, bash))
     if Capability.FILE_TOOLS in profile:
         read_only = settings.sandbox == "read-only"  # Codex's read-only: no file changes
-        scripts = _hook_scripts(profile, settings, deps.project.root)
+        protected = _protected(profile, settings, deps.project)
         tools_for_files = file_tools(
-            workspace, state_dir=state_dir, read_only=read_only, protected=scripts
+            workspace, state_dir=state_dir, read_only=read_only, protected=protected
         )
         for tool in tools_for_files:
             tools.register(tool)

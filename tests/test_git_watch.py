@@ -22,6 +22,7 @@ from agent_tutorial.adapters.sandbox import SandboxPolicy, sandbox_available
 from agent_tutorial.adapters.sandbox_git import (
     SubmoduleWatch,
     enclosing_repository,
+    git_hooks_folder,
     git_marker_watch,
     repository_at,
 )
@@ -341,6 +342,41 @@ def test_the_watch_holds_the_submodules_in_the_workspace_and_theirs_in_turn(
 
 
 # Finding the repository folder ----------------------------------------------------------------
+
+
+@needs_git
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        (".githooks", "repository/.githooks"),
+        ("tools/hooks", "repository/tools/hooks"),
+        ("{scratch}/shared-hooks", "shared-hooks"),
+        ("~/home-hooks", "home-hooks"),
+    ],
+    ids=["relative", "deeper", "absolute", "home"],
+)
+def test_the_git_hooks_folder_is_core_hooks_path_from_the_top(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch, setting: str, expected: str
+) -> None:
+    top = scratch / "repository"
+    make_repository(top)
+    (top / "src").mkdir()
+    monkeypatch.setenv("HOME", str(scratch))
+    monkeypatch.setenv("GIT_DIR", str(scratch / "elsewhere"))  # the folder says where
+    value = setting.format(scratch=scratch)
+    set_hooks_path = ["git", "-C", str(top), "config", "core.hooksPath", value]
+    subprocess.run(set_hooks_path, check=True, env={})  # not through the GIT_DIR above
+
+    assert git_hooks_folder(top / "src") == scratch / expected
+
+
+@needs_git
+def test_no_hooks_path_or_no_repository_is_no_git_hooks_folder(scratch: Path) -> None:
+    make_repository(scratch / "repository")
+    (scratch / "plain").mkdir()
+
+    assert git_hooks_folder(scratch / "repository") is None
+    assert git_hooks_folder(scratch / "plain") is None
 
 
 @needs_git

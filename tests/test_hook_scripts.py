@@ -441,6 +441,20 @@ def test_write_file_refuses_any_file_in_the_folder_of_a_hook_script(
     assert sorted(p.name for p in (workspace / "hooks").rglob("*")) == ["guard.py", "lib"]
 
 
+def test_a_protected_folder_at_the_top_is_refused_whole(workspace: Path) -> None:
+    # The git hooks folder core.hooksPath names (.githooks): every hook in it.
+    (workspace / ".githooks").mkdir()
+    files = Workspace(workspace, protected=[workspace / ".githooks"])
+
+    with (
+        pytest.raises(ProtectedPathError, match=r"it lies in \.githooks/"),
+        files.target(".githooks/pre-commit", for_writing=True),
+    ):
+        pass
+    with files.target(".githooks.txt", for_writing=True) as target:
+        assert not target.exists
+
+
 def test_a_hook_script_at_the_top_of_the_workspace_protects_no_folder(workspace: Path) -> None:
     (workspace / "guard.py").write_text(ALLOWING_GUARD)
     registry = ToolRegistry(file_tools(workspace, protected=scripts_of(workspace, ["guard.py"])))

@@ -26,6 +26,7 @@ import pytest
 
 from agent_tutorial.adapters.sandbox import sandbox_available
 from tests.conftest import RunCli, cli_command, cli_environment, run_process
+from tests.contracts import tool_reply_for
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 from tests.other_user import Runtime
 
@@ -423,6 +424,47 @@ def test_a_command_cannot_make_git_at_the_top_obey_a_submodules_configuration(
     assert "[sandbox] the command made libs/sub/.git, which git run at" in replaced
     status = git_outside(workspace, "status", "--short")
     assert status.returncode == 0, status.stderr
+    assert not pwned.exists()
+
+
+@needs_git
+def test_git_hooks_a_repository_keeps_in_the_workspace_are_out_of_reach(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # core.hooksPath (husky's .husky/_, a project's .githooks) puts the hooks the user's
+    # next `git commit` runs in the workspace, where an edit went without a question.
+    make_repository(workspace)
+    hooks = workspace / "tools" / "githooks"
+    hooks.mkdir(parents=True)
+    (hooks / "pre-commit").write_text("#!/bin/sh\ntrue\n")
+    (hooks / "pre-commit").chmod(0o755)
+    git_outside(workspace, "config", "core.hooksPath", "tools/githooks")
+    pwned = workspace.parent / "pwned"
+    evil = f"#!/bin/sh\ntouch {pwned}\n"
+    loopback.queue(
+        tool_stream(
+            [
+                ("b1", "bash", {"command": f"printf '{evil}' > tools/githooks/pre-commit"}),
+                ("b2", "bash", {"command": "mv tools t && mkdir -p tools/githooks"}),
+                ("w1", "write_file", {"path": "tools/githooks/pre-commit", "content": evil}),
+                ("w2", "write_file", {"path": "tools/notes.txt", "content": "x"}),
+                ("b3", "bash", {"command": "echo ok > ok.txt && git status --short"}),
+            ]
+        ),
+        text_stream("done"),
+    )
+
+    run = run_cli("run", "-c", "3", "--permission-mode", "accept-edits", "-p", "go")
+
+    assert run.exit_code == 0, run.stderr
+    assert "Read-only file system" in tool_reply_for(loopback, 1, "b1")
+    assert "Device or resource busy" in tool_reply_for(loopback, 1, "b2")
+    assert "it lies in tools/, the folder of a hook script" in tool_reply_for(loopback, 1, "w1")
+    assert "it lies in tools/" in tool_reply_for(loopback, 1, "w2")
+    assert "?? ok.txt\n" in tool_reply_for(loopback, 1, "b3")
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    commit = git_outside(workspace, *identity, "commit", "-q", "--allow-empty", "-m", "second")
+    assert commit.returncode == 0, commit.stderr
     assert not pwned.exists()
 
 

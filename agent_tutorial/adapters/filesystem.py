@@ -239,7 +239,7 @@ class _ProtectedFiles:
             with suppress(OSError):
                 identities.add(_file_id(path.stat()))
             parts = _parts_below(root, path.resolve())
-            if len(parts) > 1:
+            if len(parts) > 1 or (parts and path.is_dir()):
                 with suppress(OSError):
                     folders[_file_id((root / parts[0]).stat())] = parts[0]
         paths = frozenset(path.resolve() for path in files)

@@ -36,6 +36,8 @@ Known limits (each a decision, said in the guide):
   can be replaced: the kernel cannot mount on a link. A `.git` link is put back after each
   command; another (a `.agent_tutorial` link, a link on a protected path) is not.
 - A protected path that does not exist at the start is not reserved.
+- The git hooks folder (`core.hooksPath`) is read once, at the session's start; a file the
+  repository's configuration includes from the workspace (`include.path`) is not protected.
 - A secret path that does not exist is not reserved: nothing can be read from it, but a
   workspace that holds the home directory lets a command create it (and write dotfiles).
 - Started in a subfolder of its project (the state folder above, read-only already), a

@@ -18,6 +18,7 @@ import contextlib
 import os
 import shutil
 import stat
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -27,6 +28,11 @@ from agent_tutorial.core.paths import VCS_DIR
 
 _POINTER_BYTES = 4096
 """A `.git` file or a `commondir` holds one short line; more is not git's."""
+_GIT_PLACES = frozenset(
+    {"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_CEILING_DIRECTORIES"}
+)
+"""Variables that would make git read another repository than the one in its folder."""
+_GIT_CONFIG_TIMEOUT_S = 10.0
 _MAX_REPOSITORIES = 256
 """How many repositories (the top one and its submodules, nested) are read for submodules:
 a bound on the work before each command, whatever a repository's index holds."""
@@ -119,6 +125,37 @@ def stepped_into(folder: Path) -> bool:
     """Whether git would step into the submodule at `folder` (a real path's child): not
     when a symbolic link is on the way, nor when it is one."""
     return real_path(folder) == folder
+
+
+def git_hooks_folder(workspace: Path) -> Path | None:
+    """The folder `core.hooksPath` names for the repository `workspace` belongs to (husky's
+    `.husky/_`, a project's `.githooks`), as git run there would read it: the hooks the
+    user's next `git commit` runs, which the sandbox keeps read-only where they lie in the
+    workspace (`.git/hooks` is read-only with the repository). None: no repository, no
+    such setting, or no git to ask (the user's git would then not run them either)."""
+    real = workspace.resolve()
+    repository = repository_at(real) or enclosing_repository(real)
+    if repository is None:
+        return None
+    # Where the repository is is said by the folder git runs in, not by what the agent's
+    # own environment may name; git reads the configuration, it runs nothing.
+    environment = {name: value for name, value in os.environ.items() if name not in _GIT_PLACES}
+    try:
+        found = subprocess.run(
+            ["git", "config", "--get", "core.hooksPath"],
+            cwd=repository.top,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_GIT_CONFIG_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    named = found.stdout.decode(errors="surrogateescape").strip()
+    if found.returncode != 0 or not named:
+        return None
+    return real_path(repository.top / Path(named).expanduser())
 
 
 def real_path(path: Path) -> Path | None:
