@@ -435,8 +435,9 @@ def test_write_file_refuses_any_file_in_the_folder_of_a_hook_script(
     result = run_protected_tool(workspace, "write_file", path=path, content=EVIL_GUARD)
 
     assert result.is_error
-    assert f"tools may not write {path!r}: it lies in hooks/, the folder of a hook script" in (
-        result.content
+    assert result.content == (
+        f"Error [protected_path]: tools may not write {path!r}: it lies in hooks/, which "
+        "holds a hook that runs outside the sandbox; only the user changes it"
     )
     assert sorted(p.name for p in (workspace / "hooks").rglob("*")) == ["guard.py", "lib"]
 
@@ -594,7 +595,7 @@ def test_in_accept_edits_write_file_cannot_plant_a_module_the_guard_imports(
     )
 
     assert result.exit_code == 0, result.stderr
-    assert "it lies in hooks/, the folder of a hook script" in tool_reply_for(loopback, 1, "w1")
+    assert "it lies in hooks/, which holds a hook" in tool_reply_for(loopback, 1, "w1")
     assert not (workspace / "hooks" / "json.py").exists()
     assert not (workspace / "pwned").exists()
     assert (workspace / "notes.txt").read_text() == "kept\n"  # the guard ran, and allowed it

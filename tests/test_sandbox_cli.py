@@ -459,7 +459,7 @@ def test_git_hooks_a_repository_keeps_in_the_workspace_are_out_of_reach(
     assert run.exit_code == 0, run.stderr
     assert "Read-only file system" in tool_reply_for(loopback, 1, "b1")
     assert "Device or resource busy" in tool_reply_for(loopback, 1, "b2")
-    assert "it lies in tools/, the folder of a hook script" in tool_reply_for(loopback, 1, "w1")
+    assert "it lies in tools/, which holds a hook" in tool_reply_for(loopback, 1, "w1")
     assert "it lies in tools/" in tool_reply_for(loopback, 1, "w2")
     assert "?? ok.txt\n" in tool_reply_for(loopback, 1, "b3")
     identity = ["-c", "user.name=t", "-c", "user.email=t@t"]

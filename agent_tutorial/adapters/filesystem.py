@@ -134,8 +134,8 @@ class Workspace:
             protected = self.protected.refusal(self.root / target.relative, target)
             if for_writing and protected is not None:
                 raise ProtectedPathError(
-                    f"tools may not write {given!r}: {protected}, which runs outside the "
-                    "sandbox; the user changes it and trusts the folder again"
+                    f"tools may not write {given!r}: {protected} that runs outside the "
+                    "sandbox; only the user changes it"
                 )
             yield target
 
@@ -251,7 +251,7 @@ class _ProtectedFiles:
         if real_path in self.paths or (info is not None and _file_id(info) in self.identities):
             return "it is a hook script"
         folder = next((self.folders[held] for held in target.chain if held in self.folders), None)
-        return None if folder is None else f"it lies in {folder}/, the folder of a hook script"
+        return None if folder is None else f"it lies in {folder}/, which holds a hook"
 
 
 def _parts_below(root: Path, real: Path) -> tuple[str, ...]:
