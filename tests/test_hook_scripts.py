@@ -478,8 +478,9 @@ def test_a_hook_script_at_the_top_of_the_workspace_protects_no_folder(workspace:
         f"printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}",
         f"mv hooks h_old && mkdir hooks && printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}",
         "rm -rf hooks && ln -s h_evil hooks",
+        f"printf %s {shlex.quote(EVIL_GUARD)} > hooks/json.py",  # imported before the stdlib's
     ],
-    ids=["rewrite", "replace-folder", "replace-by-link"],
+    ids=["rewrite", "replace-folder", "replace-by-link", "plant-an-import"],
 )
 def test_a_sandboxed_command_cannot_rewrite_or_replace_the_guard(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path, attack: str
@@ -527,6 +528,36 @@ def test_a_guard_named_inside_sh_c_is_protected_and_its_hook_runs(
     assert "Read-only file system" in tool_reply_for(loopback, 1, "b1")
     assert tool_reply_for(loopback, 1, "b2").startswith("next")
     assert (workspace / GUARD).read_text() == ALLOWING_GUARD
+    assert not (workspace / "pwned").exists()
+
+
+@pytest.mark.skipif(SANDBOX_MISSING is not None, reason=f"no sandbox here: {SANDBOX_MISSING}")
+def test_a_guard_in_a_linked_folder_is_read_only_and_a_new_one_in_the_links_place_never_runs(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # hooks -> tools/hooks: the real folder is protected; the link itself cannot be (the
+    # kernel mounts on no link), so a command can put a folder in its place, whose
+    # guard.py is then a new script under the name the hook runs: not run.
+    write_guard(workspace / "tools")
+    (workspace / "hooks").symlink_to("tools/hooks")
+    write_state(workspace, "config.toml", hooks_toml())
+    rewrite = f"printf %s {shlex.quote(EVIL_GUARD)} > tools/{GUARD}"
+    replace = f"rm hooks && mkdir hooks && printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}"
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": rewrite}), ("b2", "bash", {"command": replace})]),
+        tool_stream([("b3", "bash", {"command": "echo next"})]),
+        text_stream("done"),
+    )
+
+    result = run_cli("run", "--trust-project", "-c", "4", "-y", "-p", "go")
+
+    assert result.exit_code == 0, result.stderr
+    assert "Read-only file system" in tool_reply_for(loopback, 1, "b1")
+    assert tool_reply_for(loopback, 1, "b2").startswith("(no output)\n[exit code 0")
+    refused = tool_reply_for(loopback, 2, "b3")
+    assert refused.startswith("Error [hook_execution_error]")
+    assert f"{GUARD} changed since the session started" in refused
+    assert (workspace / "tools" / GUARD).read_text() == ALLOWING_GUARD
     assert not (workspace / "pwned").exists()
 
 

@@ -415,8 +415,13 @@ def test_a_command_cannot_make_git_at_the_top_obey_a_submodules_configuration(
         "mv libs moved && mkdir -p libs/sub && git init -q libs/sub && "
         f"git -C libs/sub config core.fsmonitor 'touch {pwned}; false' && echo made",
     )
+    # A repository that is no submodule: git at the top does not step into it (a known
+    # limit: git run inside it obeys it).
+    nested = f"git init -q nested && git -C nested config core.fsmonitor 'touch {pwned}; false'"
 
-    worked, repointed, replaced = bash_runs(run_cli, loopback, [work, repoint, replace])
+    outputs = bash_runs(run_cli, loopback, [work, repoint, replace, nested])
+
+    worked, repointed, replaced = outputs[:3]
 
     assert "Am libs/sub\n" in worked and " first\n[exit code 0" in worked
     assert "libs/sub/.git: Read-only file system" in repointed
