@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -558,6 +559,44 @@ def test_a_guard_in_a_linked_folder_is_read_only_and_a_new_one_in_the_links_plac
     assert refused.startswith("Error [hook_execution_error]")
     assert f"{GUARD} changed since the session started" in refused
     assert (workspace / "tools" / GUARD).read_text() == ALLOWING_GUARD
+    assert not (workspace / "pwned").exists()
+
+
+OLD_TEMPLATE_RULE = (
+    '[[permissions.rules]]\ntool = "bash"\npattern = "^git (status|diff|log)"\nbehavior = "allow"\n'
+)
+
+
+@pytest.mark.parametrize("sandbox", ["workspace-write", "off"])
+def test_the_chained_attack_gets_no_code_outside_in_ask_mode(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, sandbox: str
+) -> None:
+    # Issue 27's chain: the template's allow rule let `git log --output=hooks/guard.py`
+    # write the guard in ask mode with no question, and the next hook ran it outside the
+    # sandbox with the key. Now the rule does not cover it (asked, so denied without a
+    # terminal); a plain git log is still allowed, and the unchanged guard runs before it.
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["init", "-q"], [*identity, "commit", "-q", "--allow-empty", "-m", "one"]):
+        subprocess.run(["git", *command], cwd=workspace, check=True)
+    write_guard(workspace, "import sys\nsys.stdin.read()\nopen('guard-ran', 'a').write('x')\n")
+    write_state(workspace, "config.toml", hooks_toml() + OLD_TEMPLATE_RULE)
+    one_line = "__import__('pathlib').Path('pwned').write_text('ran outside the sandbox')"
+    attack = f"git log -1 --format={shlex.quote('tformat:' + one_line)} --output={GUARD}"
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": attack})]),
+        tool_stream([("b2", "bash", {"command": "git log -1 --format=%s"})]),
+        text_stream("done"),
+    )
+
+    result = run_cli("run", "--trust-project", "-c", "4", "--sandbox", sandbox, "-p", "log?")
+
+    assert result.exit_code == 0, result.stderr
+    denied = tool_reply_for(loopback, 1, "b1")
+    assert denied.startswith("Error [permission_denied]")
+    assert f"its option '--output={GUARD}' could make it write a file" in denied
+    assert tool_reply_for(loopback, 2, "b2").startswith("one\n[exit code 0")
+    assert (workspace / "guard-ran").read_text() == "xx"  # before each call, no question
+    assert "import sys" in (workspace / GUARD).read_text()
     assert not (workspace / "pwned").exists()
 
 
