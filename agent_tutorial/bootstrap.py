@@ -20,7 +20,7 @@ from typing import Literal
 from agent_tutorial.adapters.checkpoint_store import CheckpointStore
 from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.adapters.hook_runner import command_hooks_in
-from agent_tutorial.adapters.hook_scripts import hook_script_paths
+from agent_tutorial.adapters.hook_scripts import hook_program_folders, hook_script_paths
 from agent_tutorial.adapters.sandbox import (
     SandboxUnavailableError,
     private_temporary_directory,
@@ -259,7 +259,9 @@ def _hook_scripts(profile: ChapterProfile, settings: Settings, root: Path) -> tu
     neither a file tool nor a sandboxed command may rewrite them."""
     if Capability.HOOKS not in profile:
         return ()
-    return hook_script_paths(root, settings.hooks)
+    search_path = os.environ.get("PATH", os.defpath)  # what the hooks' shell searches
+    programs = hook_program_folders(root, settings.hooks, search_path)
+    return (*hook_script_paths(root, settings.hooks), *programs)
 
 
 def _sandbox_policy(

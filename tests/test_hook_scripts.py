@@ -19,6 +19,7 @@ from agent_tutorial.adapters.hook_scripts import (
     MISSING,
     changed_scripts,
     file_digest,
+    hook_program_folders,
     hook_script_paths,
     hook_snapshot,
     read_words,
@@ -560,6 +561,73 @@ def test_a_guard_in_a_linked_folder_is_read_only_and_a_new_one_in_the_links_plac
     assert f"{GUARD} changed since the session started" in refused
     assert (workspace / "tools" / GUARD).read_text() == ALLOWING_GUARD
     assert not (workspace / "pwned").exists()
+
+
+@pytest.mark.skipif(SANDBOX_MISSING is not None, reason=f"no sandbox here: {SANDBOX_MISSING}")
+@pytest.mark.parametrize(
+    ("command", "attack"),
+    [
+        # python3 found in an activated .venv/bin: the program replaced.
+        (
+            "python3",
+            "rm .venv/bin/python3 && printf '#!/bin/sh\\ntouch pwned\\n' > .venv/bin/python3",
+        ),
+        # .venv/bin/python named: a .pth file, which Python runs as it starts.
+        (".venv/bin/python", "echo 'import os; os.system(\"touch pwned\")' > .venv/lib/evil.pth"),
+    ],
+    ids=["found-on-the-path", "named-by-path"],
+)
+def test_a_hooks_program_from_the_workspace_is_out_of_reach_of_commands(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, command: str, attack: str
+) -> None:
+    write_guard(workspace)
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    (workspace / ".venv" / "lib").mkdir()
+    for name in ("python", "python3"):
+        (workspace / ".venv" / "bin" / name).symlink_to(sys.executable)
+    write_state(workspace, "config.toml", hooks_toml(command=f"{command} {GUARD}"))
+    loopback.queue(
+        tool_stream(
+            [
+                ("b1", "bash", {"command": attack}),
+                ("w1", "write_file", {"path": ".venv/lib/evil.pth", "content": "import os"}),
+                ("b2", "bash", {"command": "echo next > next.txt && cat next.txt"}),
+            ]
+        ),
+        text_stream("done"),
+    )
+    path = f"{workspace / '.venv' / 'bin'}:{os.environ['PATH']}"
+
+    result = run_cli("run", "--trust-project", "-c", "4", "-y", "-p", "go", env={"PATH": path})
+
+    assert result.exit_code == 0, result.stderr
+    refused = tool_reply_for(loopback, 1, "b1")
+    assert "Read-only file system" in refused or "Device or resource busy" in refused
+    assert "it lies in .venv/, which holds a hook" in tool_reply_for(loopback, 1, "w1")
+    assert tool_reply_for(loopback, 1, "b2").startswith("next\n")  # the hook ran, and allowed it
+    assert not (workspace / "pwned").exists()
+
+
+def test_a_hooks_program_folder_is_found_by_path_or_on_the_search_path(workspace: Path) -> None:
+    venv = workspace / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python3").symlink_to(sys.executable)
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "data.txt").write_text("")  # not a program: not executable
+    write_guard(workspace)
+
+    def folders(command: str, search_path: str = "/usr/bin") -> tuple[Path, ...]:
+        hooks = HooksConfig.model_validate({"Stop": [{"command": command}]})
+        return hook_program_folders(workspace, hooks, search_path)
+
+    assert folders(f".venv/bin/python3 {GUARD}") == (workspace / ".venv",)
+    assert folders(f"./.venv/bin/../bin/python3 {GUARD}") == (workspace / ".venv",)
+    assert folders(f"python3 {GUARD}", f"{venv}:/usr/bin") == (workspace / ".venv",)
+    assert folders(f"sh -c 'python3 {GUARD}'", f"{venv}:/usr/bin") == (workspace / ".venv",)
+    assert folders(f"python3 {GUARD}") == ()  # found outside the project
+    assert folders(f"{sys.executable} {GUARD} tools/data.txt") == ()
+    (workspace / "python3").symlink_to(sys.executable)
+    assert folders(f"python3 {GUARD}", f"{workspace}:/usr/bin") == ()  # in no folder below
 
 
 OLD_TEMPLATE_RULE = (

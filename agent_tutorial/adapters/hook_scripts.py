@@ -17,7 +17,9 @@ a module run with `-m` names its file (`python3 -m hooks.guard`: `hooks/guard.py
 not seen: a script reached another way (`cd hooks && python3 guard.py`, `$VAR/guard.py`,
 a file the script imports: the sandbox and the file tools keep the folder holding a script
 out of reach, not what it imports from elsewhere). Name the script itself in the command,
-from the project root, for it to be covered.
+from the project root, for it to be covered. A program a hook runs from the project
+(`hook_program_folders`: a virtual environment's interpreter) is not hashed; its folder is
+kept out of reach instead.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import shutil
 import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -46,6 +49,56 @@ def hook_script_paths(project_root: Path, hooks: HooksConfig) -> tuple[Path, ...
     the order the hooks name them; a script outside `project_root` is not included."""
     commands = [hook.command for entries in hooks.root.values() for hook in entries]
     return scripts_of(project_root, commands)
+
+
+def hook_program_folders(
+    project_root: Path, hooks: HooksConfig, search_path: str
+) -> tuple[Path, ...]:
+    """The folders in the project holding a program a hook runs from there, which the
+    script hash does not cover: one named through a link out of the project
+    (`.venv/bin/python`), or a bare name found on `search_path` in the project (`python3`
+    in an activated `.venv/bin`). What such a program loads lies beside it (a virtual
+    environment's `site-packages` and `.pth` files, which Python runs as it starts), so
+    the topmost folder below the project root (`.venv`) is kept with the scripts: no file
+    tool or sandboxed command may write it."""
+    root = project_root.resolve()
+    commands = [hook.command for entries in hooks.root.values() for hook in entries]
+    found = (
+        _program_folder(root, word, search_path)
+        for command in commands
+        for word in named_files(command)
+    )
+    return tuple(dict.fromkeys(folder for folder in found if folder is not None))
+
+
+def _program_folder(root: Path, word: str, search_path: str) -> Path | None:
+    """The topmost folder in `root` holding the program `word` runs, when it runs one
+    from there that is not a hook script itself (see `hook_program_folders`)."""
+    program = _program(root, word, search_path)
+    if program is None or not os.access(program, os.X_OK):
+        return None
+    # As named, not resolved: `.venv/bin/python` leads out of the project, `.venv` stays.
+    named = Path(os.path.normpath(program))
+    if not named.is_relative_to(root) or len(named.relative_to(root).parts) < 2:
+        return None
+    topmost = root / named.relative_to(root).parts[0]
+    if topmost.name == STATE_DIR or topmost.is_symlink() or not topmost.is_dir():
+        return None
+    return topmost
+
+
+def _program(root: Path, word: str, search_path: str) -> Path | None:
+    """The path `word` runs a program from, as the hook's shell in `root` finds it: by
+    path when it holds a `/` (not a hook script, which is hashed and protected already),
+    else on `search_path`."""
+    if "\0" in word:
+        return None
+    if "/" not in word:
+        found = shutil.which(word, path=search_path)
+        return None if found is None else root / found
+    if _script(root, word) is not None:
+        return None
+    return root / Path(word).expanduser()
 
 
 def hook_snapshot(project_root: Path, hooks: HooksConfig) -> dict[str, dict[str, str]]:
