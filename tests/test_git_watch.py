@@ -90,17 +90,22 @@ def test_a_git_a_command_makes_in_a_subfolder_is_removed_and_said(scratch: Path)
 
 @needs_sandbox
 @needs_git
-def test_a_git_the_user_makes_between_commands_is_left_alone(scratch: Path) -> None:
-    make_repository(scratch / "repository")
-    workspace = scratch / "repository" / "src"
-    workspace.mkdir()
+@pytest.mark.parametrize("where", ["the workspace's top", "a submodule"])
+def test_a_git_the_user_makes_between_commands_is_left_alone(scratch: Path, where: str) -> None:
+    top = scratch / "repository"
+    if where == "a submodule":
+        workspace, folder = top, with_submodule(top, populated=False)
+    else:
+        make_repository(top)
+        workspace = folder = top / "src"
+        workspace.mkdir()
     bash = bash_in(workspace, scratch)
-    make_repository(workspace)  # the user, outside the sandbox, after the session began
+    make_repository(folder)  # the user, outside the sandbox, after the session began
 
     output = run(bash, "echo hello")
 
     assert "[sandbox]" not in output
-    assert (workspace / ".git").is_dir()
+    assert (folder / ".git").is_dir()
 
 
 @needs_sandbox
@@ -229,22 +234,6 @@ def test_a_git_made_where_a_submodule_has_none_is_removed(scratch: Path) -> None
 
     assert "[sandbox] the command made libs/sub/.git" in output
     assert sorted(path.name for path in (top / "libs" / "sub").iterdir()) == ["f"]
-
-
-@needs_sandbox
-@needs_git
-def test_a_submodules_git_the_user_makes_between_commands_is_left_alone(
-    scratch: Path,
-) -> None:
-    top = scratch / "repository"
-    folder = with_submodule(top, populated=False)
-    bash = bash_in(top, scratch)
-    make_repository(folder)  # the user, outside the sandbox, after the session began
-
-    output = run(bash, "echo hello")
-
-    assert "[sandbox]" not in output
-    assert (folder / ".git").is_dir()
 
 
 @needs_sandbox

@@ -475,23 +475,28 @@ def test_a_hook_script_at_the_top_of_the_workspace_protects_no_folder(workspace:
 
 @pytest.mark.skipif(SANDBOX_MISSING is not None, reason=f"no sandbox here: {SANDBOX_MISSING}")
 @pytest.mark.parametrize(
-    "attack",
+    ("attack", "hook"),
     [
-        f"printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}",
-        f"mv hooks h_old && mkdir hooks && printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}",
-        "rm -rf hooks && ln -s h_evil hooks",
-        f"printf %s {shlex.quote(EVIL_GUARD)} > hooks/json.py",  # imported before the stdlib's
+        (f"printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}", "{guard}"),
+        (
+            f"mv hooks h_old && mkdir hooks && printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}",
+            "{guard}",
+        ),
+        ("rm -rf hooks && ln -s h_evil hooks", "{guard}"),
+        (f"printf %s {shlex.quote(EVIL_GUARD)} > hooks/json.py", "{guard}"),  # before the stdlib's
+        (f"printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}", 'sh -c "{guard}"'),
     ],
-    ids=["rewrite", "replace-folder", "replace-by-link", "plant-an-import"],
+    ids=["rewrite", "replace-folder", "replace-by-link", "plant-an-import", "named-in-sh-c"],
 )
 def test_a_sandboxed_command_cannot_rewrite_or_replace_the_guard(
-    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, attack: str
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, attack: str, hook: str
 ) -> None:
     # The attack from issue 27: a sandboxed command rewrites hooks/guard.py, and the next
     # hook would run it outside the sandbox, with the API key in its environment. The
-    # folder holding the script is read-only to commands (moving it away is refused too).
+    # folder holding the script is read-only to commands (moving it away is refused too),
+    # also where the hook names it inside a quoted command line.
     write_guard(workspace)
-    write_state(workspace, "config.toml", hooks_toml())
+    write_state(workspace, "config.toml", hooks_toml(command=hook.format(guard=guard_command())))
     loopback.queue(
         tool_stream(
             [("b1", "bash", {"command": attack}), ("b2", "bash", {"command": "echo next"})]
@@ -507,29 +512,6 @@ def test_a_sandboxed_command_cannot_rewrite_or_replace_the_guard(
     assert "Read-only file system" in refused or "Device or resource busy" in refused
     assert "[sandbox] The command ran in the sandbox" in refused
     assert tool_reply_for(loopback, 1, "b2").startswith("next")  # the guard still runs
-    assert not (workspace / "pwned").exists()
-
-
-@pytest.mark.skipif(SANDBOX_MISSING is not None, reason=f"no sandbox here: {SANDBOX_MISSING}")
-def test_a_guard_named_inside_sh_c_is_protected_and_its_hook_runs(
-    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
-) -> None:
-    write_guard(workspace)
-    write_state(workspace, "config.toml", hooks_toml(command=f'sh -c "{guard_command()}"'))
-    rewrite = f"printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}"
-    loopback.queue(
-        tool_stream(
-            [("b1", "bash", {"command": rewrite}), ("b2", "bash", {"command": "echo next"})]
-        ),
-        text_stream("done"),
-    )
-
-    result = run_cli("run", "--trust-project", "-c", "4", "-y", "-p", "go")
-
-    assert result.exit_code == 0, result.stderr
-    assert "Read-only file system" in tool_reply_for(loopback, 1, "b1")
-    assert tool_reply_for(loopback, 1, "b2").startswith("next")
-    assert (workspace / GUARD).read_text() == ALLOWING_GUARD
     assert not (workspace / "pwned").exists()
 
 
