@@ -590,7 +590,10 @@ def test_a_hooks_program_from_the_workspace_is_out_of_reach_of_commands(
     assert not (workspace / "pwned").exists()
 
 
-def test_a_hooks_program_folder_is_found_by_path_or_on_the_search_path(workspace: Path) -> None:
+def test_a_hooks_program_folder_is_found_by_path_or_on_the_search_path(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(workspace.parent)  # a path is read from the project root, not from here
     venv = workspace / ".venv" / "bin"
     venv.mkdir(parents=True)
     (venv / "python3").symlink_to(sys.executable)
@@ -610,6 +613,25 @@ def test_a_hooks_program_folder_is_found_by_path_or_on_the_search_path(workspace
     assert folders(f"{sys.executable} {GUARD} tools/data.txt") == ()
     (workspace / "python3").symlink_to(sys.executable)
     assert folders(f"python3 {GUARD}", f"{workspace}:/usr/bin") == ()  # in no folder below
+    assert folders(f".venv/bin/python3\0 {GUARD}") == ()  # no program has that name
+
+
+def test_a_program_one_folder_down_counts_and_one_in_the_state_folder_does_not(
+    workspace: Path,
+) -> None:
+    for folder in ("tools", ".agent_tutorial", "real"):
+        (workspace / folder).mkdir()
+        (workspace / folder / "run").symlink_to(sys.executable)
+    (workspace / "linked").symlink_to("real")
+
+    def folders(command: str) -> tuple[Path, ...]:
+        hooks = HooksConfig.model_validate({"Stop": [{"command": command}]})
+        return hook_program_folders(workspace, hooks, "/usr/bin")
+
+    assert folders("tools/run") == (workspace / "tools",)
+    assert folders(".agent_tutorial/run") == ()  # read-only to commands already
+    assert folders("linked/run") == (workspace / "linked",)  # protected where it leads
+    assert folders("tools/run/x") == ()  # no folder: nothing runs from there
 
 
 OLD_TEMPLATE_RULE = (

@@ -302,6 +302,47 @@ def test_a_submodules_own_submodules_are_bound_and_one_behind_a_link_is_not(
     assert arguments == [*read_only(state), *read_only(git), *submodules]
 
 
+def test_a_repository_above_a_workspace_under_tmp_is_seen_again_read_only(
+    policy: SandboxPolicy, tmp_path: Path
+) -> None:
+    # Under /tmp the private /tmp would hide the repository above the workspace; git run
+    # in the workspace must find it.
+    top = tmp_path.resolve()
+    (top / ".git").mkdir()
+
+    arguments = mount_arguments(policy)
+
+    state = policy.workspace / ".agent_tutorial"
+    assert arguments == [
+        *SYSTEM,
+        *slash_tmp(policy),
+        *read_only(top),
+        *bind(policy.workspace),
+        *read_only(state),
+        *read_only(top / ".git"),
+    ]
+
+
+def test_a_git_dir_holding_the_workspace_is_skipped_and_its_common_dir_still_bound(
+    policy: SandboxPolicy,
+) -> None:
+    # `gitdir: ..` names the folder holding the workspace: binding it read-only would make
+    # the workspace read-only; what follows it (its commondir) is still bound.
+    workspace = policy.workspace
+    (workspace / ".git").write_text("gitdir: ..\n")
+    (workspace.parent / "commondir").write_text(f"{workspace.name}/common\n")
+    (workspace / "common").mkdir()
+
+    protected = after_the_writable_ones(policy)
+
+    state = workspace / ".agent_tutorial"
+    assert protected == [
+        *read_only(state),
+        *read_only(workspace / ".git"),
+        *read_only(workspace / "common"),
+    ]
+
+
 # --- the secrets --------------------------------------------------------------------------
 
 
@@ -331,7 +372,7 @@ def test_the_secrets_are_the_homes_listed_ones_then_the_others_then_the_state_en
     key.write_text("")
     (policy.home / ".aws").mkdir()
     state = policy.workspace / ".agent_tutorial"
-    state.mkdir()
+    (state / "checkpoints").mkdir(parents=True)  # copies of files the workspace lost
     (state / ".env").write_text("OPENAI_API_KEY=x\n")
 
     secrets = after_the_writable_ones(replace(policy, also_hidden=(key,)))[3:]
@@ -340,6 +381,7 @@ def test_the_secrets_are_the_homes_listed_ones_then_the_others_then_the_state_en
         *covered_folder(policy.home / ".aws"),
         *covered_file(key),
         *covered_file(state / ".env"),
+        *covered_folder(state / "checkpoints"),
     ]
 
 

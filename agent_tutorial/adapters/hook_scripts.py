@@ -82,9 +82,8 @@ def _program_folder(root: Path, word: str, search_path: str) -> Path | None:
     if not named.is_relative_to(root) or len(named.relative_to(root).parts) < 2:
         return None
     topmost = root / named.relative_to(root).parts[0]
-    if topmost.name == STATE_DIR or topmost.is_symlink() or not topmost.is_dir():
-        return None
-    return topmost
+    # A link: what it leads to is protected (the link itself is a known limit).
+    return None if topmost.name == STATE_DIR else topmost
 
 
 def _program(root: Path, word: str, search_path: str) -> Path | None:
