@@ -1,7 +1,8 @@
 """What the sandbox cannot mount over, the bash tool undoes: a `.git` a command makes at the
 top of a workspace inside a repository, a `.git` link a command replaces. Each through the
 real bash tool in the real sandbox, and each both ways: what the user changes between
-commands is theirs and stays. Also how the repository folder is found (`sandbox_git`).
+commands is theirs and stays (`git_watch`). Also how the repository folder is found
+(`sandbox_git`).
 
 Scratch folders live in /var/tmp: under /tmp a repository above the workspace would be
 seen only through the extra mount that makes it visible again, which has tests of its own.
@@ -18,12 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from agent_tutorial.adapters.git_watch import SubmoduleWatch, git_marker_watch
 from agent_tutorial.adapters.sandbox import SandboxPolicy, sandbox_available
 from agent_tutorial.adapters.sandbox_git import (
-    SubmoduleWatch,
     enclosing_repository,
     git_hooks_folder,
-    git_marker_watch,
     repository_at,
 )
 from agent_tutorial.core.sandbox import SandboxMode

@@ -16,9 +16,9 @@ The layers, each importing only from itself and the layers it names (`ALLOWED`):
     features      features/**
                   -> OS adapters, core
     OS adapters   adapters/ filesystem, gitignore, shell, sandbox, sandbox_mounts, sandbox_git,
-                  git_index, processes, escapees, hook_runner, hook_scripts, checkpoint_store,
-                  mcp_client, sandbox_launch: what the tools use to
-                  reach files and processes (an MCP server is a process the MCP tools reach)
+                  git_index, git_watch, processes, escapees, hook_runner, hook_scripts,
+                  checkpoint_store, mcp_client, sandbox_launch: what the tools use to reach
+                  files and processes (an MCP server is a process the MCP tools reach)
                   -> core
     model adapters  adapters/ everything else: openai_chat, chat_stream, chat_wire,
                   bounded_transport, provider_errors, context_probe, text_calls,
@@ -221,6 +221,7 @@ OS_FACING = (
     "sandbox_mounts",
     "sandbox_git",
     "git_index",
+    "git_watch",
     "processes",
     "escapees",
     "hook_runner",

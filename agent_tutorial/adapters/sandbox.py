@@ -29,8 +29,8 @@ Known limits (each a decision, said in the guide):
 - A repository the command itself creates (`git init`) in a workspace outside any
   repository is protected from the next command on: nothing can be reserved before it
   exists. Inside a repository, one made at the top of the workspace is removed after the
-  command (`sandbox_git.GitMarkerWatch`), as is a submodule's `.git` made anew
-  (`sandbox_git.SubmoduleWatch`), not during it, nor for an MCP server; nested
+  command (`git_watch.GitMarkerWatch`), as is a submodule's `.git` made anew
+  (`git_watch.SubmoduleWatch`), not during it, nor for an MCP server; nested
   repositories below the top that are not submodules are not protected.
 - A protected name that is itself a symbolic link has its target protected, but the link
   can be replaced: the kernel cannot mount on a link. A `.git` link is put back after each

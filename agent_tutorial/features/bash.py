@@ -13,13 +13,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_tutorial.adapters.sandbox import SandboxUnavailableError, sandbox_denial_hint
-from agent_tutorial.adapters.sandbox_git import (
+from agent_tutorial.adapters.git_watch import (
     GitMarkerWatch,
     SubmoduleLook,
     SubmoduleWatch,
     git_marker_watch,
 )
+from agent_tutorial.adapters.sandbox import SandboxUnavailableError, sandbox_denial_hint
 from agent_tutorial.adapters.shell import (
     OUTPUT_DISK_CAP_BYTES,
     CommandResult,
