@@ -20,13 +20,14 @@ from typing import Literal
 from agent_tutorial.adapters.checkpoint_store import CheckpointStore
 from agent_tutorial.adapters.filesystem import Workspace
 from agent_tutorial.adapters.hook_runner import command_hooks_in
-from agent_tutorial.adapters.hook_scripts import hook_script_paths
+from agent_tutorial.adapters.hook_scripts import hook_program_folders, hook_script_paths
 from agent_tutorial.adapters.sandbox import (
     SandboxUnavailableError,
     private_temporary_directory,
     sandbox_available,
     sandboxed,
 )
+from agent_tutorial.adapters.sandbox_git import git_hooks_folder
 from agent_tutorial.adapters.text_tool_calls import SwitchReason, TextToolCalls
 from agent_tutorial.config import ConfigError, Settings, user_config_path
 from agent_tutorial.core.events import (
@@ -239,25 +240,46 @@ def open_sandbox(
             f"sandbox {mode!r} was asked for, but the sandbox is not available here: {reason}. "
             "To run bash without one, pass --sandbox off."
         )
-    scripts = _scripts_run_unconfined(profile, settings, project, confined=True)
-    policy = _sandbox_policy(settings, mode, project, opened, protected=scripts)
+    protected = _protected(profile, settings, project, confined=True)
+    policy = _sandbox_policy(settings, mode, project, opened, protected=protected)
     _refuse_unusable_workspace(policy, project.workspace)
     return SessionSandbox(policy)
 
 
-def _scripts_run_unconfined(
+def _protected(
     profile: ChapterProfile, settings: Settings, project: Project, *, confined: bool
 ) -> tuple[Path, ...]:
-    """The files the session's hooks run (chapter 4), and those its MCP servers outside the
-    sandbox run (chapter 9; all of them unless `confined`): they run outside the sandbox,
-    so neither a file tool nor a sandboxed command may rewrite them."""
-    hooks = hook_script_paths(project.root, settings.hooks) if Capability.HOOKS in profile else ()
-    servers: tuple[Path, ...] = ()
-    if Capability.MCP in profile:
-        servers = unconfined_server_scripts(
-            project.root, project.workspace, settings.mcp_servers, confined=confined
-        )
-    return tuple(dict.fromkeys((*hooks, *servers)))
+    """What neither a file tool nor a sandboxed command may write, since it runs outside the
+    sandbox: what the session's hooks run, the scripts of its MCP servers outside the
+    sandbox (of all of them unless `confined`), and the git hooks folder `core.hooksPath`
+    names (found once, at the session's start)."""
+    found = (
+        *_hook_scripts(profile, settings, project.root),
+        *_server_scripts(profile, settings, project, confined=confined),
+    )
+    git_hooks = git_hooks_folder(project.workspace)
+    return tuple(dict.fromkeys(found if git_hooks is None else (*found, git_hooks)))
+
+
+def _hook_scripts(profile: ChapterProfile, settings: Settings, root: Path) -> tuple[Path, ...]:
+    """The files the session's hooks run (chapter 4), and the folders of the programs they
+    run from the workspace (a `.venv`'s python)."""
+    if Capability.HOOKS not in profile:
+        return ()
+    search_path = os.environ.get("PATH", os.defpath)  # what the hooks' shell searches
+    programs = hook_program_folders(root, settings.hooks, search_path)
+    return (*hook_script_paths(root, settings.hooks), *programs)
+
+
+def _server_scripts(
+    profile: ChapterProfile, settings: Settings, project: Project, *, confined: bool
+) -> tuple[Path, ...]:
+    """The files the session's MCP servers outside the sandbox run (chapter 9)."""
+    if Capability.MCP not in profile:
+        return ()
+    return unconfined_server_scripts(
+        project.root, project.workspace, settings.mcp_servers, confined=confined
+    )
 
 
 def _sandbox_policy(
@@ -613,9 +635,9 @@ def _add_core_tools(
     if Capability.FILE_TOOLS in profile:
         read_only = settings.sandbox == "read-only"  # Codex's read-only: no file changes
         confined = deps.sandbox is not None and deps.sandbox.confined
-        scripts = _scripts_run_unconfined(profile, settings, deps.project, confined=confined)
+        protected = _protected(profile, settings, deps.project, confined=confined)
         tools_for_files = file_tools(
-            workspace, state_dir=state_dir, read_only=read_only, protected=scripts
+            workspace, state_dir=state_dir, read_only=read_only, protected=protected
         )
         for tool in tools_for_files:
             tools.register(tool)

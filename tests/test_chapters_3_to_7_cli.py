@@ -231,6 +231,35 @@ def test_ch3_git_log_writing_a_file_through_its_options_is_not_allowed_by_the_te
     assert "one" in tool_reply_for(loopback, 1, "b2")
 
 
+def test_ch3_an_unanchored_rule_does_not_cover_git_run_through_env_with_its_own_config(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # git -c handed over in GIT_CONFIG_PARAMETERS: `git status` then runs core.fsmonitor. A
+    # rule without ^ matches the git status inside; with the sandbox off nothing else stops it.
+    committed_repository(workspace)
+    rule = '[[permissions.rules]]\ntool = "bash"\npattern = "git status"\nbehavior = "allow"\n'
+    write_state(workspace, "config.toml", rule)
+    attack = "env GIT_CONFIG_PARAMETERS=\"'core.fsmonitor=touch ../pwned'\" git status"
+    loopback.queue(
+        tool_stream(
+            [
+                ("b1", "bash", {"command": attack}),
+                ("b2", "bash", {"command": "git status --short"}),
+            ]
+        ),
+        text_stream("Done."),
+    )
+
+    result = run_cli("run", "--trust-project", "-c", "3", "--sandbox", "off", "-p", "status?")
+
+    assert result.exit_code == 0, result.stderr
+    denied = tool_reply_for(loopback, 1, "b1")
+    assert denied.startswith("Error [permission_denied]")
+    assert "does not cover it: it runs another command through 'env'" in denied
+    assert not (workspace.parent / "pwned").exists()
+    assert tool_reply_for(loopback, 1, "b2").startswith("?? .agent_tutorial/\n[exit code 0")
+
+
 @pytest.mark.skipif(sandbox_available() is not None, reason="no sandbox on this system")
 def test_ch3_a_command_an_allow_rule_covers_still_runs_in_the_sandbox(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path

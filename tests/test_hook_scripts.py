@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from agent_tutorial.adapters.hook_scripts import (
     MISSING,
     changed_scripts,
     file_digest,
+    hook_program_folders,
     hook_script_paths,
     hook_snapshot,
     read_words,
@@ -85,7 +87,8 @@ def test_a_word_naming_a_file_inside_the_project_is_a_script(workspace: Path) ->
         "jq . >> hooks/log.txt",  # written by redirection
         "jq . 2>hooks/log.txt",
         "cat .agent_tutorial/hook.py",  # the state folder: out of reach already
-        "python3 -m hooks.guard",
+        "hooks.guard x -m",  # -m names the module after it
+        "cd hooks && python3 guard.py",  # not from the project root: a known limit
     ],
 )
 def test_a_word_that_is_no_script_inside_the_project_is_not_counted(
@@ -97,6 +100,33 @@ def test_a_word_that_is_no_script_inside_the_project_is_not_counted(
     write_state(workspace, "hook.py", "")
 
     assert scripts_of(workspace, [command]) == ()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "bash -c 'python3 hooks/guard.py'",
+        'sh -c "exec python3 hooks/guard.py --strict"',
+        "sh -c \"bash -c 'python3 hooks/guard.py'\"",
+        "python3 -m hooks.guard",
+        "-m hooks.guard",
+        "sh -c 'python3 -m hooks.guard'",
+    ],
+)
+def test_a_script_in_a_quoted_command_line_or_run_as_a_module_is_found(
+    workspace: Path, command: str
+) -> None:
+    script = write_guard(workspace)
+
+    assert scripts_of(workspace, [command]) == (script.resolve(),)
+
+
+def test_a_package_run_as_a_module_names_its_main(workspace: Path) -> None:
+    main = workspace / "hooks" / "__main__.py"
+    main.parent.mkdir()
+    main.write_text("")
+
+    assert scripts_of(workspace, ["python3 -m hooks"]) == (main.resolve(),)
 
 
 @pytest.mark.parametrize("name", ["hooks/guard.py", "hooks/my guard.py", "hooks/g+uard@2.py"])
@@ -387,7 +417,7 @@ def test_write_and_edit_tools_return_a_clear_error_and_leave_the_script(workspac
     edited = run_protected_tool(
         workspace, "edit_file", path=GUARD, old_text="sys.stdin.read()", new_text="print(1)"
     )
-    other = run_protected_tool(workspace, "write_file", path="hooks/other.py", content="ok")
+    other = run_protected_tool(workspace, "write_file", path="src/other.py", content="ok")
 
     for result in (written, edited):
         assert result.is_error and "it is a hook script" in result.content, result.content
@@ -395,27 +425,78 @@ def test_write_and_edit_tools_return_a_clear_error_and_leave_the_script(workspac
     assert script.read_text() == ALLOWING_GUARD
 
 
+@pytest.mark.parametrize("path", ["hooks/json.py", "hooks/lib/helper.py", "link/json.py"])
+def test_write_file_refuses_any_file_in_the_folder_of_a_hook_script(
+    workspace: Path, path: str
+) -> None:
+    # `python3 hooks/guard.py` imports from hooks/ first: a json.py there runs in the hook.
+    write_guard(workspace)
+    (workspace / "link").symlink_to("hooks")
+    (workspace / "hooks" / "lib").mkdir()
+
+    result = run_protected_tool(workspace, "write_file", path=path, content=EVIL_GUARD)
+
+    assert result.is_error
+    assert result.content == (
+        f"Error [protected_path]: tools may not write {path!r}: it lies in hooks/, which "
+        "holds a hook that runs outside the sandbox; only the user changes it"
+    )
+    assert sorted(p.name for p in (workspace / "hooks").rglob("*")) == ["guard.py", "lib"]
+
+
+def test_a_protected_folder_at_the_top_is_refused_whole(workspace: Path) -> None:
+    # The git hooks folder core.hooksPath names (.githooks): every hook in it.
+    (workspace / ".githooks").mkdir()
+    files = Workspace(workspace, protected=[workspace / ".githooks"])
+
+    with (
+        pytest.raises(ProtectedPathError, match=r"it lies in \.githooks/"),
+        files.target(".githooks/pre-commit", for_writing=True),
+    ):
+        pass
+    with files.target(".githooks.txt", for_writing=True) as target:
+        assert not target.exists
+
+
+def test_a_hook_script_at_the_top_of_the_workspace_protects_no_folder(workspace: Path) -> None:
+    (workspace / "guard.py").write_text(ALLOWING_GUARD)
+    registry = ToolRegistry(file_tools(workspace, protected=scripts_of(workspace, ["guard.py"])))
+
+    def write(path: str) -> ToolResult:
+        arguments = orjson.dumps({"path": path, "content": "x"}).decode()
+        return registry.run(tool_call("call-1", "write_file", arguments))
+
+    assert "it is a hook script" in write("guard.py").content
+    assert not write("beside.py").is_error
+
+
 # --- the attacks, through the CLI ---------------------------------------------------------
 
 
 @pytest.mark.skipif(SANDBOX_MISSING is not None, reason=f"no sandbox here: {SANDBOX_MISSING}")
 @pytest.mark.parametrize(
-    "attack",
+    ("attack", "hook"),
     [
-        f"printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}",
-        f"mv hooks h_old && mkdir hooks && printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}",
-        "rm -rf hooks && ln -s h_evil hooks",
+        (f"printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}", "{guard}"),
+        (
+            f"mv hooks h_old && mkdir hooks && printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}",
+            "{guard}",
+        ),
+        ("rm -rf hooks && ln -s h_evil hooks", "{guard}"),
+        (f"printf %s {shlex.quote(EVIL_GUARD)} > hooks/json.py", "{guard}"),  # before the stdlib's
+        (f"printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}", 'sh -c "{guard}"'),
     ],
-    ids=["rewrite", "replace-folder", "replace-by-link"],
+    ids=["rewrite", "replace-folder", "replace-by-link", "plant-an-import", "named-in-sh-c"],
 )
 def test_a_sandboxed_command_cannot_rewrite_or_replace_the_guard(
-    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, attack: str
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, attack: str, hook: str
 ) -> None:
     # The attack from issue 27: a sandboxed command rewrites hooks/guard.py, and the next
     # hook would run it outside the sandbox, with the API key in its environment. The
-    # folder holding the script is read-only to commands (moving it away is refused too).
+    # folder holding the script is read-only to commands (moving it away is refused too),
+    # also where the hook names it inside a quoted command line.
     write_guard(workspace)
-    write_state(workspace, "config.toml", hooks_toml())
+    write_state(workspace, "config.toml", hooks_toml(command=hook.format(guard=guard_command())))
     loopback.queue(
         tool_stream(
             [("b1", "bash", {"command": attack}), ("b2", "bash", {"command": "echo next"})]
@@ -431,6 +512,163 @@ def test_a_sandboxed_command_cannot_rewrite_or_replace_the_guard(
     assert "Read-only file system" in refused or "Device or resource busy" in refused
     assert "[sandbox] The command ran in the sandbox" in refused
     assert tool_reply_for(loopback, 1, "b2").startswith("next")  # the guard still runs
+    assert not (workspace / "pwned").exists()
+
+
+@pytest.mark.skipif(SANDBOX_MISSING is not None, reason=f"no sandbox here: {SANDBOX_MISSING}")
+def test_a_guard_in_a_linked_folder_is_read_only_and_a_new_one_in_the_links_place_never_runs(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # hooks -> tools/hooks: the real folder is protected; the link itself cannot be (the
+    # kernel mounts on no link), so a command can put a folder in its place, whose
+    # guard.py is then a new script under the name the hook runs: not run.
+    write_guard(workspace / "tools")
+    (workspace / "hooks").symlink_to("tools/hooks")
+    write_state(workspace, "config.toml", hooks_toml())
+    rewrite = f"printf %s {shlex.quote(EVIL_GUARD)} > tools/{GUARD}"
+    replace = f"rm hooks && mkdir hooks && printf %s {shlex.quote(EVIL_GUARD)} > {GUARD}"
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": rewrite}), ("b2", "bash", {"command": replace})]),
+        tool_stream([("b3", "bash", {"command": "echo next"})]),
+        text_stream("done"),
+    )
+
+    result = run_cli("run", "--trust-project", "-c", "4", "-y", "-p", "go")
+
+    assert result.exit_code == 0, result.stderr
+    assert "Read-only file system" in tool_reply_for(loopback, 1, "b1")
+    assert tool_reply_for(loopback, 1, "b2").startswith("(no output)\n[exit code 0")
+    refused = tool_reply_for(loopback, 2, "b3")
+    assert refused.startswith("Error [hook_execution_error]")
+    assert f"{GUARD} changed since the session started" in refused
+    assert (workspace / "tools" / GUARD).read_text() == ALLOWING_GUARD
+    assert not (workspace / "pwned").exists()
+
+
+@pytest.mark.skipif(SANDBOX_MISSING is not None, reason=f"no sandbox here: {SANDBOX_MISSING}")
+@pytest.mark.parametrize(
+    ("command", "attack"),
+    [
+        # python3 found in an activated .venv/bin: the program replaced.
+        (
+            "python3",
+            "rm .venv/bin/python3 && printf '#!/bin/sh\\ntouch pwned\\n' > .venv/bin/python3",
+        ),
+        # .venv/bin/python named: a .pth file, which Python runs as it starts.
+        (".venv/bin/python", "echo 'import os; os.system(\"touch pwned\")' > .venv/lib/evil.pth"),
+    ],
+    ids=["found-on-the-path", "named-by-path"],
+)
+def test_a_hooks_program_from_the_workspace_is_out_of_reach_of_commands(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, command: str, attack: str
+) -> None:
+    write_guard(workspace)
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    (workspace / ".venv" / "lib").mkdir()
+    for name in ("python", "python3"):
+        (workspace / ".venv" / "bin" / name).symlink_to(sys.executable)
+    write_state(workspace, "config.toml", hooks_toml(command=f"{command} {GUARD}"))
+    loopback.queue(
+        tool_stream(
+            [
+                ("b1", "bash", {"command": attack}),
+                ("w1", "write_file", {"path": ".venv/lib/evil.pth", "content": "import os"}),
+                ("b2", "bash", {"command": "echo next > next.txt && cat next.txt"}),
+            ]
+        ),
+        text_stream("done"),
+    )
+    path = f"{workspace / '.venv' / 'bin'}:{os.environ['PATH']}"
+
+    result = run_cli("run", "--trust-project", "-c", "4", "-y", "-p", "go", env={"PATH": path})
+
+    assert result.exit_code == 0, result.stderr
+    refused = tool_reply_for(loopback, 1, "b1")
+    assert "Read-only file system" in refused or "Device or resource busy" in refused
+    assert "it lies in .venv/, which holds a hook" in tool_reply_for(loopback, 1, "w1")
+    assert tool_reply_for(loopback, 1, "b2").startswith("next\n")  # the hook ran, and allowed it
+    assert not (workspace / "pwned").exists()
+
+
+def test_a_hooks_program_folder_is_found_by_path_or_on_the_search_path(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(workspace.parent)  # a path is read from the project root, not from here
+    venv = workspace / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python3").symlink_to(sys.executable)
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "data.txt").write_text("")  # not a program: not executable
+    write_guard(workspace)
+
+    def folders(command: str, search_path: str = "/usr/bin") -> tuple[Path, ...]:
+        hooks = HooksConfig.model_validate({"Stop": [{"command": command}]})
+        return hook_program_folders(workspace, hooks, search_path)
+
+    assert folders(f".venv/bin/python3 {GUARD}") == (workspace / ".venv",)
+    assert folders(f"./.venv/bin/../bin/python3 {GUARD}") == (workspace / ".venv",)
+    assert folders(f"python3 {GUARD}", f"{venv}:/usr/bin") == (workspace / ".venv",)
+    assert folders(f"sh -c 'python3 {GUARD}'", f"{venv}:/usr/bin") == (workspace / ".venv",)
+    assert folders(f"python3 {GUARD}") == ()  # found outside the project
+    assert folders(f"{sys.executable} {GUARD} tools/data.txt") == ()
+    (workspace / "python3").symlink_to(sys.executable)
+    assert folders(f"python3 {GUARD}", f"{workspace}:/usr/bin") == ()  # in no folder below
+    assert folders(f".venv/bin/python3\0 {GUARD}") == ()  # no program has that name
+
+
+def test_a_program_one_folder_down_counts_and_one_in_the_state_folder_does_not(
+    workspace: Path,
+) -> None:
+    for folder in ("tools", ".agent_tutorial", "real"):
+        (workspace / folder).mkdir()
+        (workspace / folder / "run").symlink_to(sys.executable)
+    (workspace / "linked").symlink_to("real")
+
+    def folders(command: str) -> tuple[Path, ...]:
+        hooks = HooksConfig.model_validate({"Stop": [{"command": command}]})
+        return hook_program_folders(workspace, hooks, "/usr/bin")
+
+    assert folders("tools/run") == (workspace / "tools",)
+    assert folders(".agent_tutorial/run") == ()  # read-only to commands already
+    assert folders("linked/run") == (workspace / "linked",)  # protected where it leads
+    assert folders("tools/run/x") == ()  # no folder: nothing runs from there
+
+
+OLD_TEMPLATE_RULE = (
+    '[[permissions.rules]]\ntool = "bash"\npattern = "^git (status|diff|log)"\nbehavior = "allow"\n'
+)
+
+
+@pytest.mark.parametrize("sandbox", ["workspace-write", "off"])
+def test_the_chained_attack_gets_no_code_outside_in_ask_mode(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, sandbox: str
+) -> None:
+    # Issue 27's chain: the template's allow rule let `git log --output=hooks/guard.py`
+    # write the guard in ask mode with no question, and the next hook ran it outside the
+    # sandbox with the key. Now the rule does not cover it (asked, so denied without a
+    # terminal); a plain git log is still allowed, and the unchanged guard runs before it.
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["init", "-q"], [*identity, "commit", "-q", "--allow-empty", "-m", "one"]):
+        subprocess.run(["git", *command], cwd=workspace, check=True)
+    write_guard(workspace, "import sys\nsys.stdin.read()\nopen('guard-ran', 'a').write('x')\n")
+    write_state(workspace, "config.toml", hooks_toml() + OLD_TEMPLATE_RULE)
+    one_line = "__import__('pathlib').Path('pwned').write_text('ran outside the sandbox')"
+    attack = f"git log -1 --format={shlex.quote('tformat:' + one_line)} --output={GUARD}"
+    loopback.queue(
+        tool_stream([("b1", "bash", {"command": attack})]),
+        tool_stream([("b2", "bash", {"command": "git log -1 --format=%s"})]),
+        text_stream("done"),
+    )
+
+    result = run_cli("run", "--trust-project", "-c", "4", "--sandbox", sandbox, "-p", "log?")
+
+    assert result.exit_code == 0, result.stderr
+    denied = tool_reply_for(loopback, 1, "b1")
+    assert denied.startswith("Error [permission_denied]")
+    assert f"its option '--output={GUARD}' could make it write a file" in denied
+    assert tool_reply_for(loopback, 2, "b2").startswith("one\n[exit code 0")
+    assert (workspace / "guard-ran").read_text() == "xx"  # before each call, no question
+    assert "import sys" in (workspace / GUARD).read_text()
     assert not (workspace / "pwned").exists()
 
 
@@ -475,6 +713,34 @@ def test_write_file_cannot_rewrite_the_guard_through_the_cli(
     assert result.exit_code == 0, result.stderr
     assert (workspace / GUARD).read_text() == ALLOWING_GUARD
     assert "it is a hook script" in tool_reply_for(loopback, 1, "w1")
+
+
+def test_in_accept_edits_write_file_cannot_plant_a_module_the_guard_imports(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # The next hook would run `python3 hooks/guard.py`, which imports json from hooks/
+    # before the standard library: an edit, run without a question in accept-edits.
+    write_guard(workspace, "import json, sys\njson.loads(sys.stdin.read())\n")
+    write_state(workspace, "config.toml", hooks_toml())
+    loopback.queue(
+        tool_stream(
+            [
+                ("w1", "write_file", {"path": "hooks/json.py", "content": EVIL_GUARD}),
+                ("w2", "write_file", {"path": "notes.txt", "content": "kept\n"}),
+            ]
+        ),
+        text_stream("done"),
+    )
+
+    result = run_cli(
+        "run", "--trust-project", "-c", "4", "--permission-mode", "accept-edits", "-p", "go"
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert "it lies in hooks/, which holds a hook" in tool_reply_for(loopback, 1, "w1")
+    assert not (workspace / "hooks" / "json.py").exists()
+    assert not (workspace / "pwned").exists()
+    assert (workspace / "notes.txt").read_text() == "kept\n"  # the guard ran, and allowed it
 
 
 def test_a_run_started_in_a_downloaded_folder_runs_the_projects_guard_not_its_own(

@@ -7,6 +7,7 @@ import pytest
 
 from agent_tutorial.core.plain_commands import (
     _HARMLESS_GIT_OPTIONS,
+    COMMAND_RUNNERS,
     command_words,
     file_writing_option,
     git_global_option,
@@ -137,6 +138,28 @@ def test_a_command_that_sets_its_environment_is_not_plain() -> None:
         "it sets the environment first ('GIT_DIR=elsewhere')"
     )
     assert why_not_plain("git log --author=x=y") is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # git's -c, handed over in the environment: an unanchored rule `git status` matches.
+        "env GIT_CONFIG_PARAMETERS=\"'core.fsmonitor=touch pwned'\" git status",
+        "nice git -c core.fsmonitor=x status",
+        "timeout 5 git -c diff.external=x diff",
+        "bash -c 'git -c core.fsmonitor=x status'",
+        "/usr/bin/env git status",
+    ],
+)
+def test_a_command_run_through_another_program_is_not_plain(command: str) -> None:
+    runner = command.split()[0]
+    assert why_not_plain(command) == f"it runs another command through {runner!r}"
+
+
+@pytest.mark.parametrize("runner", sorted(COMMAND_RUNNERS))
+def test_every_command_runner_is_named(runner: str) -> None:
+    assert why_not_plain(f"{runner} git status") == f"it runs another command through {runner!r}"
+    assert why_not_plain(f"git status {runner}") is None  # a word after the command is data
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ import pytest
 
 from agent_tutorial.adapters.sandbox import sandbox_available
 from tests.conftest import RunCli, cli_command, cli_environment, run_process
+from tests.contracts import tool_reply_for
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 from tests.other_user import Runtime
 
@@ -385,6 +386,91 @@ def test_a_command_cannot_change_what_git_outside_the_sandbox_obeys(
     status = git_outside(workspace, "status", "--short")
     assert status.returncode == 0, status.stderr
     assert not (workspace.parent / "pwned").exists()
+
+
+def add_submodule(top: Path, path: str) -> None:
+    """A repository at `top` with one commit and a submodule at `path` (a real one, cloned
+    from a repository beside it), made outside the sandbox."""
+    make_repository(top.parent / "library")
+    make_repository(top)
+    allow_files = ["-c", "protocol.file.allow=always"]
+    library = str(top.parent / "library")
+    add = ["git", *allow_files, "submodule", "add", "-q", library, path]
+    subprocess.run(add, cwd=top, check=True, capture_output=True)
+
+
+@needs_git
+def test_a_command_cannot_make_git_at_the_top_obey_a_submodules_configuration(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # `git status` at the top runs `git status` in each submodule, which obeys the
+    # submodule's .git: re-pointed, or replaced after its folder was moved, it ran a
+    # command outside the sandbox.
+    add_submodule(workspace, "libs/sub")
+    pwned = workspace.parent / "pwned"
+    evil = f"git -C evil config core.fsmonitor 'touch {pwned}; false'"
+    work, repoint, replace = (
+        "echo more >> libs/sub/a && git status --short && git -C libs/sub log --oneline",
+        f"git init -q evil && {evil} && echo 'gitdir: ../../evil/.git' > libs/sub/.git",
+        "mv libs moved && mkdir -p libs/sub && git init -q libs/sub && "
+        f"git -C libs/sub config core.fsmonitor 'touch {pwned}; false' && echo made",
+    )
+    # A repository that is no submodule: git at the top does not step into it (a known
+    # limit: git run inside it obeys it).
+    nested = f"git init -q nested && git -C nested config core.fsmonitor 'touch {pwned}; false'"
+
+    outputs = bash_runs(run_cli, loopback, [work, repoint, replace, nested])
+
+    worked, repointed, replaced = outputs[:3]
+
+    assert "Am libs/sub\n" in worked and " first\n[exit code 0" in worked
+    assert "libs/sub/.git: Read-only file system" in repointed
+    assert replaced.startswith("made\n")
+    assert "[sandbox] the command made libs/sub/.git, which git run at" in replaced
+    status = git_outside(workspace, "status", "--short")
+    assert status.returncode == 0, status.stderr
+    assert not pwned.exists()
+
+
+@needs_git
+def test_git_hooks_a_repository_keeps_in_the_workspace_are_out_of_reach(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # core.hooksPath (husky's .husky/_, a project's .githooks) puts the hooks the user's
+    # next `git commit` runs in the workspace, where an edit went without a question.
+    make_repository(workspace)
+    hooks = workspace / "tools" / "githooks"
+    hooks.mkdir(parents=True)
+    (hooks / "pre-commit").write_text("#!/bin/sh\ntrue\n")
+    (hooks / "pre-commit").chmod(0o755)
+    git_outside(workspace, "config", "core.hooksPath", "tools/githooks")
+    pwned = workspace.parent / "pwned"
+    evil = f"#!/bin/sh\ntouch {pwned}\n"
+    loopback.queue(
+        tool_stream(
+            [
+                ("b1", "bash", {"command": f"printf '{evil}' > tools/githooks/pre-commit"}),
+                ("b2", "bash", {"command": "mv tools t && mkdir -p tools/githooks"}),
+                ("w1", "write_file", {"path": "tools/githooks/pre-commit", "content": evil}),
+                ("w2", "write_file", {"path": "tools/notes.txt", "content": "x"}),
+                ("b3", "bash", {"command": "echo ok > ok.txt && git status --short"}),
+            ]
+        ),
+        text_stream("done"),
+    )
+
+    run = run_cli("run", "-c", "3", "--permission-mode", "accept-edits", "-p", "go")
+
+    assert run.exit_code == 0, run.stderr
+    assert "Read-only file system" in tool_reply_for(loopback, 1, "b1")
+    assert "Device or resource busy" in tool_reply_for(loopback, 1, "b2")
+    assert "it lies in tools/, which holds a hook" in tool_reply_for(loopback, 1, "w1")
+    assert "it lies in tools/" in tool_reply_for(loopback, 1, "w2")
+    assert "?? ok.txt\n" in tool_reply_for(loopback, 1, "b3")
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    commit = git_outside(workspace, *identity, "commit", "-q", "--allow-empty", "-m", "second")
+    assert commit.returncode == 0, commit.stderr
+    assert not pwned.exists()
 
 
 @needs_git

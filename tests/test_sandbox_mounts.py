@@ -5,7 +5,9 @@ runs commands inside one)."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -17,6 +19,7 @@ from agent_tutorial.adapters.sandbox_mounts import SandboxPathError, mount_argum
 from agent_tutorial.core.sandbox import SandboxPolicy
 
 SYSTEM = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
 def slash_tmp(policy: SandboxPolicy) -> list[str]:
@@ -253,6 +256,93 @@ def test_a_link_in_the_repository_folder_to_outside_is_not_bound_on_its_own(
     assert after_the_writable_ones(policy)[3:] == read_only(git)
 
 
+def record_submodules(top: Path, *paths: str) -> None:
+    """Make `top` a repository whose index records a submodule at each of `paths`."""
+    subprocess.run(["git", "init", "-q", str(top)], check=True, capture_output=True)
+    lines = "".join(f"160000 {'1' * 40}\t{path}\n" for path in paths)
+    git_index = ["git", "-C", str(top), "update-index", "--add", "--index-info"]
+    subprocess.run(git_index, input=lines, text=True, check=True)
+
+
+@needs_git
+def test_each_submodules_git_file_or_folder_is_read_only_but_not_its_git_dir_again(
+    policy: SandboxPolicy,
+) -> None:
+    # `git status` at the top steps into each: a .git file re-pointed, or a .git folder's
+    # config, would run a command there.
+    workspace = policy.workspace
+    record_submodules(workspace, "b", "libs/a", "libs/unpopulated")
+    (workspace / ".git" / "modules" / "a").mkdir(parents=True)
+    (workspace / "libs" / "a").mkdir(parents=True)
+    (workspace / "libs" / "a" / ".git").write_text("gitdir: ../../.git/modules/a\n")
+    subprocess.run(["git", "init", "-q", str(workspace / "b")], check=True)
+
+    protected = after_the_writable_ones(policy)
+
+    state, git = workspace / ".agent_tutorial", workspace / ".git"
+    submodules = [*read_only(workspace / "b" / ".git"), *read_only(workspace / "libs/a/.git")]
+    assert protected == [*read_only(state), *read_only(git), *submodules]
+
+
+@needs_git
+def test_a_submodules_own_submodules_are_bound_and_one_behind_a_link_is_not(
+    policy: SandboxPolicy, tmp_path: Path
+) -> None:
+    top = policy.workspace
+    record_submodules(top, "link/sub", "work/sub")
+    record_submodules(top / "work" / "sub", "deep")
+    subprocess.run(["git", "init", "-q", str(top / "work" / "sub" / "deep")], check=True)
+    (tmp_path / "elsewhere" / "sub" / ".git").mkdir(parents=True)
+    (top / "link").symlink_to(tmp_path / "elsewhere")  # git does not step into it either
+
+    arguments = after_the_writable_ones(policy)
+
+    state, git = top / ".agent_tutorial", top / ".git"
+    submodules = [*read_only(top / "work/sub/.git"), *read_only(top / "work/sub/deep/.git")]
+    assert arguments == [*read_only(state), *read_only(git), *submodules]
+
+
+def test_a_repository_above_a_workspace_under_tmp_is_seen_again_read_only(
+    policy: SandboxPolicy, tmp_path: Path
+) -> None:
+    # Under /tmp the private /tmp would hide the repository above the workspace; git run
+    # in the workspace must find it.
+    top = tmp_path.resolve()
+    (top / ".git").mkdir()
+
+    arguments = mount_arguments(policy)
+
+    state = policy.workspace / ".agent_tutorial"
+    assert arguments == [
+        *SYSTEM,
+        *slash_tmp(policy),
+        *read_only(top),
+        *bind(policy.workspace),
+        *read_only(state),
+        *read_only(top / ".git"),
+    ]
+
+
+def test_a_git_dir_holding_the_workspace_is_skipped_and_its_common_dir_still_bound(
+    policy: SandboxPolicy,
+) -> None:
+    # `gitdir: ..` names the folder holding the workspace: binding it read-only would make
+    # the workspace read-only; what follows it (its commondir) is still bound.
+    workspace = policy.workspace
+    (workspace / ".git").write_text("gitdir: ..\n")
+    (workspace.parent / "commondir").write_text(f"{workspace.name}/common\n")
+    (workspace / "common").mkdir()
+
+    protected = after_the_writable_ones(policy)
+
+    state = workspace / ".agent_tutorial"
+    assert protected == [
+        *read_only(state),
+        *read_only(workspace / ".git"),
+        *read_only(workspace / "common"),
+    ]
+
+
 # --- the secrets --------------------------------------------------------------------------
 
 
@@ -282,7 +372,7 @@ def test_the_secrets_are_the_homes_listed_ones_then_the_others_then_the_state_en
     key.write_text("")
     (policy.home / ".aws").mkdir()
     state = policy.workspace / ".agent_tutorial"
-    state.mkdir()
+    (state / "checkpoints").mkdir(parents=True)  # copies of files the workspace lost
     (state / ".env").write_text("OPENAI_API_KEY=x\n")
 
     secrets = after_the_writable_ones(replace(policy, also_hidden=(key,)))[3:]
@@ -291,6 +381,7 @@ def test_the_secrets_are_the_homes_listed_ones_then_the_others_then_the_state_en
         *covered_folder(policy.home / ".aws"),
         *covered_file(key),
         *covered_file(state / ".env"),
+        *covered_folder(state / "checkpoints"),
     ]
 
 

@@ -15,10 +15,11 @@ The layers, each importing only from itself and the layers it names (`ALLOWED`):
                   -> features, OS adapters, core
     features      features/**
                   -> OS adapters, core
-    OS adapters   adapters/ filesystem, gitignore, shell, sandbox, sandbox_mounts, processes,
-                  escapees, hook_runner, mcp_client, sandbox_launch, server_keeper: what the
-                  tools use to reach files and processes (an MCP server is a process the
-                  MCP tools reach)
+    OS adapters   adapters/ filesystem, gitignore, shell, sandbox, sandbox_mounts, sandbox_git,
+                  git_index, git_watch, processes, escapees, hook_runner, hook_scripts,
+                  checkpoint_store, mcp_client, sandbox_launch, server_keeper: what the tools
+                  use to reach files and processes (an MCP server is a process the MCP tools
+                  reach)
                   -> core
     model adapters  adapters/ everything else: openai_chat, chat_stream, chat_wire,
                   bounded_transport, provider_errors, context_probe, text_calls,
@@ -220,6 +221,8 @@ OS_FACING = (
     "sandbox",
     "sandbox_mounts",
     "sandbox_git",
+    "git_index",
+    "git_watch",
     "processes",
     "escapees",
     "hook_runner",

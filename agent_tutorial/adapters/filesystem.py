@@ -15,7 +15,7 @@ import re
 import secrets
 import stat
 from collections import deque
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from operator import attrgetter
@@ -110,8 +110,9 @@ class Workspace:
         self.outer_state: Workspace | None = None
         if state_dir is not None and not state_dir.resolve().is_relative_to(self.root):
             self.outer_state = _OuterStateFolder(state_dir)
-        self.protected = _ProtectedFiles.of(protected)
-        """Files no tool may write (hook scripts), by real path and by identity."""
+        self.protected = _ProtectedFiles.of(self.root, protected)
+        """Files no tool may write (hook scripts), by real path and by identity, and the
+        folders holding them."""
 
     def locate(self, given: str) -> Location:
         walked = self._walked_from(given)
@@ -130,10 +131,11 @@ class Workspace:
             if refusal is not None:
                 verb = "write into" if for_writing else "read"
                 raise ProtectedPathError(f"tools may not {verb} {given!r}: {refusal}")
-            if for_writing and self.protected.holds(self.root / target.relative, target.info):
+            protected = self.protected.refusal(self.root / target.relative, target)
+            if for_writing and protected is not None:
                 raise ProtectedPathError(
-                    f"tools may not write {given!r}: it is a hook script, which runs outside "
-                    "the sandbox; the user changes it and trusts the folder again"
+                    f"tools may not write {given!r}: {protected} that runs outside the "
+                    "sandbox; only the user changes it"
                 )
             yield target
 
@@ -219,23 +221,41 @@ class Workspace:
 @dataclass(frozen=True, slots=True)
 class _ProtectedFiles:
     """Files the tools may not write, known by their real paths and by what they were when
-    the session began (a hard link or a bind mount reaches the same file by another name)."""
+    the session began (a hard link or a bind mount reaches the same file by another name),
+    and the folders whose every file is refused with them."""
 
     paths: frozenset[Path]
     identities: frozenset[FileId]
+    folders: Mapping[FileId, str]
+    """The topmost folder below the workspace holding each file, by name, as the sandbox
+    keeps it read-only (`SandboxPolicy.protected`): what lies beside a hook script runs
+    with it, as `hooks/json.py` does, found before the standard library's by
+    `python3 hooks/guard.py`."""
 
     @classmethod
-    def of(cls, files: Sequence[Path]) -> _ProtectedFiles:
-        identities = set()
+    def of(cls, root: Path, files: Sequence[Path]) -> _ProtectedFiles:
+        identities, folders = set(), {}
         for path in files:
             with suppress(OSError):
                 identities.add(_file_id(path.stat()))
-        return cls(frozenset(path.resolve() for path in files), frozenset(identities))
+            parts = _parts_below(root, path.resolve())
+            if len(parts) > 1 or (parts and path.is_dir()):
+                with suppress(OSError):
+                    folders[_file_id((root / parts[0]).stat())] = parts[0]
+        paths = frozenset(path.resolve() for path in files)
+        return cls(paths, frozenset(identities), folders)
 
-    def holds(self, real_path: Path, info: os.stat_result | None) -> bool:
-        if real_path in self.paths:
-            return True
-        return info is not None and _file_id(info) in self.identities
+    def refusal(self, real_path: Path, target: Target) -> str | None:
+        """Why a tool may not write `target` (at `real_path`), or None."""
+        info = target.info
+        if real_path in self.paths or (info is not None and _file_id(info) in self.identities):
+            return "it is a hook script"
+        folder = next((self.folders[held] for held in target.chain if held in self.folders), None)
+        return None if folder is None else f"it lies in {folder}/, which holds a hook"
+
+
+def _parts_below(root: Path, real: Path) -> tuple[str, ...]:
+    return real.relative_to(root).parts if real.is_relative_to(root) else ()
 
 
 class _OuterStateFolder(Workspace):

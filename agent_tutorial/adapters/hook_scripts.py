@@ -12,9 +12,14 @@ Not counted: a file the command writes by redirection (`>> hooks.log`), and anyt
 later where the command names one counts as a change: `touch marker` as a hook fails once
 `marker` exists (write it outside the project, or under `.agent_tutorial/`).
 
-What is not seen: a script reached another way (`python3 -m hooks.guard`, `bash -c '...'`
-with the path inside the quoted text, `$VAR/guard.py`, a file the script imports). Name
-the script itself in the command for it to be covered.
+A word that is itself a command line is read too (`bash -c 'python3 hooks/guard.py'`), and
+a module run with `-m` names its file (`python3 -m hooks.guard`: `hooks/guard.py`). What is
+not seen: a script reached another way (`cd hooks && python3 guard.py`, `$VAR/guard.py`,
+a file the script imports: the sandbox and the file tools keep the folder holding a script
+out of reach, not what it imports from elsewhere). Name the script itself in the command,
+from the project root, for it to be covered. A program a hook runs from the project
+(`hook_program_folders`: a virtual environment's interpreter) is not hashed; its folder is
+kept out of reach instead.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import shutil
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +51,55 @@ def hook_script_paths(project_root: Path, hooks: HooksConfig) -> tuple[Path, ...
     return scripts_of(project_root, commands)
 
 
+def hook_program_folders(
+    project_root: Path, hooks: HooksConfig, search_path: str
+) -> tuple[Path, ...]:
+    """The folders in the project holding a program a hook runs from there, which the
+    script hash does not cover: one named through a link out of the project
+    (`.venv/bin/python`), or a bare name found on `search_path` in the project (`python3`
+    in an activated `.venv/bin`). What such a program loads lies beside it (a virtual
+    environment's `site-packages` and `.pth` files, which Python runs as it starts), so
+    the topmost folder below the project root (`.venv`) is kept with the scripts: no file
+    tool or sandboxed command may write it."""
+    root = project_root.resolve()
+    commands = [hook.command for entries in hooks.root.values() for hook in entries]
+    found = (
+        _program_folder(root, word, search_path)
+        for command in commands
+        for word in named_files(command)
+    )
+    return tuple(dict.fromkeys(folder for folder in found if folder is not None))
+
+
+def _program_folder(root: Path, word: str, search_path: str) -> Path | None:
+    """The topmost folder in `root` holding the program `word` runs, when it runs one
+    from there that is not a hook script itself (see `hook_program_folders`)."""
+    program = _program(root, word, search_path)
+    if program is None or not os.access(program, os.X_OK):
+        return None
+    # As named, not resolved: `.venv/bin/python` leads out of the project, `.venv` stays.
+    named = Path(os.path.normpath(program))
+    if not named.is_relative_to(root) or len(named.relative_to(root).parts) < 2:
+        return None
+    topmost = root / named.relative_to(root).parts[0]
+    # A link: what it leads to is protected (the link itself is a known limit).
+    return None if topmost.name == STATE_DIR else topmost
+
+
+def _program(root: Path, word: str, search_path: str) -> Path | None:
+    """The path `word` runs a program from, as the hook's shell in `root` finds it: by
+    path when it holds a `/` (not a hook script, which is hashed and protected already),
+    else on `search_path`."""
+    if "\0" in word:
+        return None
+    if "/" not in word:
+        found = shutil.which(word, path=search_path)
+        return None if found is None else root / found
+    if _script(root, word) is not None:
+        return None
+    return root / Path(word).expanduser()
+
+
 def hook_snapshot(project_root: Path, hooks: HooksConfig) -> dict[str, dict[str, str]]:
     """Each hook command with the digests of its scripts now: what the hook runner holds
     them to for the rest of the process."""
@@ -58,8 +113,22 @@ def hook_snapshot(project_root: Path, hooks: HooksConfig) -> dict[str, dict[str,
 def scripts_of(project_root: Path, commands: Iterable[str]) -> tuple[Path, ...]:
     """The hook scripts the commands name (see the module's docstring)."""
     root = project_root.resolve()
-    found = (_script(root, word) for command in commands for word in read_words(command))
+    found = (_script(root, word) for command in commands for word in named_files(command))
     return tuple(dict.fromkeys(path for path in found if path is not None))
+
+
+def named_files(command: str) -> Iterator[str]:
+    """What may name a file in `command`: each of its words, the words of a word that is a
+    command line itself (`bash -c 'python3 hooks/guard.py'`; each level is shorter, so this
+    ends), and the files of a module run with `-m` (`hooks/guard.py` for `-m hooks.guard`)."""
+    words = read_words(command)
+    for index, word in enumerate(words):
+        yield word
+        if index > 0 and words[index - 1] == "-m":
+            module = word.replace(".", "/")
+            yield from (f"{module}.py", f"{module}/__main__.py")
+        if any(character.isspace() for character in word):
+            yield from named_files(word)
 
 
 def read_words(command: str) -> list[str]:

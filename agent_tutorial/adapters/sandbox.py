@@ -5,9 +5,9 @@ and a seccomp filter (compiled by `seccompy`, loaded by bwrap) closes what names
 What each rule stops, and why this mechanism rather than Landlock alone:
 - Mount namespace (`sandbox_mounts`): the system read-only, the session's private folder
   as /tmp, the workspace writable, and inside it the agent's state folder, the whole
-  repository folder git obeys (`sandbox_git`) and the policy's protected paths read-only
-  again; Landlock could not carve those read-only holes out of a writable tree. Secrets in
-  the home directory are covered by empty mounts.
+  repository folder git obeys and each submodule's `.git` (`sandbox_git`) and the
+  policy's protected paths read-only again; Landlock could not carve those read-only
+  holes out of a writable tree. Secrets in the home directory are covered by empty mounts.
 - Network namespace: no route to any host, nor to the host's loopback, unless
   `network` is set (then the command shares the host's network).
 - PID namespace with a fresh /proc: the agent (whose environment holds the API key) and
@@ -29,12 +29,15 @@ Known limits (each a decision, said in the guide):
 - A repository the command itself creates (`git init`) in a workspace outside any
   repository is protected from the next command on: nothing can be reserved before it
   exists. Inside a repository, one made at the top of the workspace is removed after the
-  command (`sandbox_git.GitMarkerWatch`); nested repositories below the top are not
-  protected.
+  command (`git_watch.GitMarkerWatch`), as is a submodule's `.git` made anew
+  (`git_watch.SubmoduleWatch`), not during it, nor for an MCP server; nested
+  repositories below the top that are not submodules are not protected.
 - A protected name that is itself a symbolic link has its target protected, but the link
   can be replaced: the kernel cannot mount on a link. A `.git` link is put back after each
   command; another (a `.agent_tutorial` link, a link on a protected path) is not.
 - A protected path that does not exist at the start is not reserved.
+- The git hooks folder (`core.hooksPath`) is read once, at the session's start; a file the
+  repository's configuration includes from the workspace (`include.path`) is not protected.
 - A secret path that does not exist is not reserved: nothing can be read from it, but a
   workspace that holds the home directory lets a command create it (and write dotfiles).
 - Started in a subfolder of its project (the state folder above, read-only already), a

@@ -1,7 +1,8 @@
 """Where the repository a workspace belongs to keeps what git obeys, so that the sandbox can
 make all of it read-only (Codex's design: the whole repository folder, not a list of the
-files in it that matter today), and what `.git` at the top of the workspace was when the
-session began, so that the agent can undo a command that replaced or shadowed it.
+files in it that matter today): its folder, its submodules' `.git`, the folder its
+`core.hooksPath` names. What a mount cannot hold is undone after each command
+(`git_watch`).
 
 Git obeys more than hooks and config: `commondir`, `config.worktree`, `worktrees/`,
 `modules/` and `objects/info/alternates` each re-point it, and a `.git` folder renamed away
@@ -14,17 +15,25 @@ and mounted read-only.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import stat
+import subprocess
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from agent_tutorial.adapters.git_index import gitlinks
 from agent_tutorial.core.paths import VCS_DIR
 
 _POINTER_BYTES = 4096
 """A `.git` file or a `commondir` holds one short line; more is not git's."""
+_GIT_PLACES = frozenset(
+    {"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_CEILING_DIRECTORIES"}
+)
+"""Variables that would make git read another repository than the one in its folder."""
+_GIT_CONFIG_TIMEOUT_S = 10.0
+_MAX_REPOSITORIES = 256
+"""How many repositories (the top one and its submodules, nested) are read for submodules:
+a bound on the work before each command, whatever a repository's index holds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,8 @@ class Repository:
     folders: tuple[Path, ...]
     """The real paths to keep read-only: the `.git` folder (or file), the git directory a
     `.git` file points to, and the common directory a linked worktree shares."""
+    git_dir: Path | None = None
+    """The real path of the git directory, which holds the index; None: there is none."""
 
     @property
     def top(self) -> Path:
@@ -56,11 +67,11 @@ def repository_at(folder: Path) -> Repository | None:
         found = [real_path(marker)]
         if git_dir is not None:
             found += _with_common_dir(git_dir)
-        return Repository(marker, _existing(found))
+        return Repository(marker, _existing(found), git_dir)
     real = real_path(marker)
     if real is None or not real.is_dir():
         return Repository(marker, ())  # a dangling link, a loop, a FIFO: nothing git obeys
-    return Repository(marker, _existing(_with_common_dir(real)))
+    return Repository(marker, _existing(_with_common_dir(real)), real)
 
 
 def enclosing_repository(workspace: Path) -> Repository | None:
@@ -74,6 +85,75 @@ def enclosing_repository(workspace: Path) -> Repository | None:
         if repository is not None:
             return repository
     return None
+
+
+def submodule_markers(repository: Repository) -> tuple[Path, ...]:
+    """The `.git` of every submodule `git status` at the repository's top would step into
+    (and obey the configuration of): each path its index records as a gitlink, and in turn
+    the submodules' own, whether that `.git` exists now or not, and even behind a symbolic
+    link (git does not step past one, but a command can replace the link). A path leading
+    out is left out; the submodules of one behind a link are not read."""
+    found: list[Path] = []
+    pending, seen = [repository], set[Path]()
+    while pending and len(seen) < _MAX_REPOSITORIES:
+        current = pending.pop()
+        if current.git_dir is None or current.git_dir in seen:
+            continue
+        seen.add(current.git_dir)
+        for link in gitlinks(current.git_dir):
+            folder = _folder_below(current.top, link)
+            if folder is None:
+                continue
+            found.append(folder / VCS_DIR)
+            inner = repository_at(folder) if stepped_into(folder) else None
+            if inner is not None:
+                pending.append(inner)
+    return tuple(found)
+
+
+def _folder_below(top: Path, relative: str) -> Path | None:
+    """`top/relative` if it is a relative path of plain names (it need not exist)."""
+    parts = PurePosixPath(relative).parts
+    if not parts or relative.startswith("/") or {".", "..", "", VCS_DIR} & set(parts):
+        return None
+    return top.joinpath(*parts)
+
+
+def stepped_into(folder: Path) -> bool:
+    """Whether git would step into the submodule at `folder` (a real path's child): not
+    when a symbolic link is on the way, nor when it is one."""
+    return real_path(folder) == folder
+
+
+def git_hooks_folder(workspace: Path) -> Path | None:
+    """The folder `core.hooksPath` names for the repository `workspace` belongs to (husky's
+    `.husky/_`, a project's `.githooks`), as git run there would read it: the hooks the
+    user's next `git commit` runs, which the sandbox keeps read-only where they lie in the
+    workspace (`.git/hooks` is read-only with the repository). None: no repository, no
+    such setting, or no git to ask (the user's git would then not run them either)."""
+    real = workspace.resolve()
+    repository = repository_at(real) or enclosing_repository(real)
+    if repository is None:
+        return None
+    # Where the repository is is said by the folder git runs in, not by what the agent's
+    # own environment may name; git reads the configuration, it runs nothing.
+    environment = {name: value for name, value in os.environ.items() if name not in _GIT_PLACES}
+    try:
+        found = subprocess.run(
+            ["git", "config", "--get", "core.hooksPath"],
+            cwd=repository.top,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_GIT_CONFIG_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    named = found.stdout.decode(errors="surrogateescape").strip()
+    if found.returncode != 0 or not named:
+        return None
+    return real_path(repository.top / Path(named).expanduser())
 
 
 def real_path(path: Path) -> Path | None:
@@ -118,108 +198,3 @@ def _small_regular_file(path: Path) -> str:
 def _existing(paths: list[Path | None]) -> tuple[Path, ...]:
     unique = dict.fromkeys(path for path in paths if path is not None and path.exists())
     return tuple(unique)
-
-
-@dataclass(frozen=True, slots=True)
-class GitMarkerWatch:
-    """What `.git` at the top of the workspace was when the session began, where a command
-    can change it though the sandbox protects the repository: a symbolic link (the kernel
-    cannot mount on a link, so the link itself can be replaced), or no `.git` at all in a
-    workspace inside a repository (a new one would shadow the repository for git run here
-    later). Around each command: `as_at_start` before, and if it was, `undo_change` after.
-    A change made between commands (by the user, outside) is theirs and left alone."""
-
-    marker: Path
-    """`.git` at the top of the workspace."""
-    link_text: str | None
-    """What the link said, when `.git` was a symbolic link; None: there was no `.git`."""
-    repository_top: Path | None = None
-    """The repository the workspace lies in, when it had no `.git` of its own."""
-
-    def as_at_start(self) -> bool:
-        if self.link_text is None:
-            return not os.path.lexists(self.marker)
-        try:
-            return str(self.marker.readlink()) == self.link_text
-        except OSError:  # gone, or no longer a link
-            return False
-
-    def undo_change(self) -> str | None:
-        """After a command that began with `.git` as at the start: None when it still is,
-        else a note of what was undone (or why it could not be)."""
-        if self.as_at_start():
-            return None
-        if self.link_text is not None:
-            return self._restore_link(self.link_text)
-        return self._remove_shadow()
-
-    def _restore_link(self, link_text: str) -> str:
-        try:
-            _remove(self.marker)
-            self.marker.symlink_to(link_text)
-        except OSError as error:
-            return f"the command replaced the .git link, and it could not be put back: {error}"
-        return (
-            "the command replaced the .git link (to "
-            f"{link_text}); the agent removed what replaced it and put the link back"
-        )
-
-    def _remove_shadow(self) -> str:
-        try:
-            _remove(self.marker)
-        except OSError as error:
-            return (
-                f"the command made a .git here, which shadows the repository at "
-                f"{self.repository_top}, and it could not be removed: {error}; remove it "
-                "before running git here"
-            )
-        return (
-            "the command made a .git here, which would shadow the repository at "
-            f"{self.repository_top} for git run here later; the agent removed it"
-        )
-
-
-def git_marker_watch(workspace: Path) -> GitMarkerWatch | None:
-    """The watch `workspace` needs, or None: a `.git` folder or file is a mount point in the
-    sandbox already, and a workspace outside any repository has nothing to shadow."""
-    marker = workspace / VCS_DIR
-    try:
-        link_text = str(marker.readlink())
-    except FileNotFoundError:
-        repository = enclosing_repository(workspace)
-        if repository is None:
-            return None
-        return GitMarkerWatch(marker, None, repository.top)
-    except OSError:  # EINVAL: a folder or a file, which the sandbox mounts read-only
-        return None
-    return GitMarkerWatch(marker, link_text)
-
-
-def _remove(path: Path) -> None:
-    """Remove `path` without following it: a link or file is unlinked, a folder removed with
-    everything in it, even folders a command left without permissions for their owner."""
-    parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        with contextlib.suppress(FileNotFoundError):
-            if not _is_real_folder(path.name, parent):
-                os.unlink(path.name, dir_fd=parent)
-                return
-            os.chmod(path.name, stat.S_IRWXU, dir_fd=parent)
-            _open_up(path.name, parent)
-            shutil.rmtree(path.name, dir_fd=parent)
-    finally:
-        os.close(parent)
-
-
-def _is_real_folder(name: str, parent: int) -> bool:
-    return stat.S_ISDIR(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
-
-
-def _open_up(name: str, parent: int) -> None:
-    """Give each real folder under `name` (never a link's target) its owner's rights back,
-    which rmtree needs to empty it; fwalk opens a folder only after yielding its parent."""
-    for _folder, subfolders, _files, folder_fd in os.fwalk(name, dir_fd=parent):
-        for subfolder in subfolders:
-            with contextlib.suppress(OSError):
-                if _is_real_folder(subfolder, folder_fd):
-                    os.chmod(subfolder, stat.S_IRWXU, dir_fd=folder_fd)

@@ -4,7 +4,8 @@ earlier one).
 
 The whole system is visible read-only; the session's private temporary directory is `/tmp`;
 the workspace is writable in `workspace-write` (and seen read-only in `read-only`, even
-under `/tmp`); inside the workspace, what the agent or git would later obey and the
+under `/tmp`); inside the workspace, what the agent or git would later obey (the
+repository folder, and the `.git` of each submodule `git status` steps into) and the
 policy's `protected` paths are read-only again; the secrets in the home directory are covered
 with empty, read-only mounts. Every path is resolved first, so a symbolic link cannot lead
 a rule to the wrong place, and a write that follows a link lands on the link's real target,
@@ -22,6 +23,8 @@ from agent_tutorial.adapters.sandbox_git import (
     enclosing_repository,
     real_path,
     repository_at,
+    stepped_into,
+    submodule_markers,
 )
 from agent_tutorial.core.errors import AgentTutorialError
 from agent_tutorial.core.sandbox import SandboxPolicy
@@ -65,6 +68,8 @@ def mount_arguments(policy: SandboxPolicy) -> list[str]:
     if repository is not None:
         for folder in _repository_folders(workspace, repository):
             arguments += _bind(folder, read_only=True)
+        for folder in _submodule_folders(workspace, repository):
+            arguments += _bind(folder, read_only=True)
     for secret in _secrets(policy, state):
         arguments += _cover(secret)
     return arguments
@@ -91,6 +96,18 @@ def _repository_folders(workspace: Path, repository: Repository) -> Iterator[Pat
             continue
         if folder.is_relative_to(workspace) or _under_tmp(folder):
             yield folder
+
+
+def _submodule_folders(workspace: Path, repository: Repository) -> Iterator[Path]:
+    """What git obeys in each submodule that `git status` at the top steps into, read-only
+    as the repository's own is: a `.git` file re-pointed, or a `.git` folder's config, would
+    run a command there. Not again what the repository's folders hold already (a submodule's
+    git directory in `.git/modules/`)."""
+    for marker in submodule_markers(repository):
+        inner = repository_at(marker.parent) if stepped_into(marker.parent) else None
+        for folder in () if inner is None else _repository_folders(workspace, inner):
+            if not any(folder.is_relative_to(held) for held in repository.folders):
+                yield folder
 
 
 def _real_directory(path: Path, what: str) -> Path:

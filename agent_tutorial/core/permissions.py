@@ -16,7 +16,8 @@ make it what the user wanted), and without a sandbox bash asks in both.
 
 An allow rule never covers more than it appears to: on bash it applies only to a plain
 command (`core.plain_commands`: nothing chained, piped, redirected, substituted or expanded,
-no option that writes a file such as git's `--output=F`), and on a path it must match the
+not run through another program such as `env`, no option that writes a file such as git's
+`--output=F`), and on a path it must match the
 real path, so `^docs/` allows neither `docs/../src/x` nor a symlink out of `docs/`.
 
 A rule's regex is searched within `RULE_MATCH_TIMEOUT_S` of processor time, so a pattern

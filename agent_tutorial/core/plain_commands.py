@@ -5,8 +5,9 @@ and the program will do with it. `^git (status|diff|log)` matches `git status; r
 `git log --output=Makefile` (git writes the log into any file), `git -c core.pager=sh log`
 and `git log $(...)`. So an allow rule covers only a *plain* command: one command (nothing
 chained, piped, redirected or substituted), its words as written (no variable, glob or
-brace expansion that could turn into an option), no environment set in front of it, and
-no option that makes it write a file or, for git, obey other configuration. Anything else
+brace expansion that could turn into an option), no environment set in front of it, not
+run through another program (`env`, `nice`, `bash -c`), and no option that makes it write a
+file or, for git, obey other configuration. Anything else
 falls back to the mode's question, which is the safe mistake: a user who meant it says yes.
 
 Every rule here is a small pure function of the command text, so it can be tested (and
@@ -36,6 +37,19 @@ command then cannot be split, and is not plain anyway)."""
 _ESCAPED = re.compile(r"\\.", re.DOTALL)
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 """`GIT_DIR=elsewhere git log`: the command runs with an environment the rule never saw."""
+COMMAND_RUNNERS = frozenset(
+    {
+        *("env", "command", "builtin", "exec", "eval", "time", "nice", "nohup", "timeout"),
+        *("stdbuf", "ionice", "chrt", "taskset", "setsid", "flock", "watch", "xargs"),
+        *("sudo", "doas", "su", "runuser", "sg", "chroot", "nsenter", "unshare", "fakeroot"),
+        *("strace", "ltrace", "script", "unbuffer", "busybox", "systemd-run", "firejail"),
+        *("sh", "bash", "dash", "zsh", "ksh", "fish"),
+    }
+)
+"""Programs that run the command their arguments name. A pattern may match that command
+(`git status` in `env GIT_CONFIG_PARAMETERS=… git status`, `nice git -c core.fsmonitor=…
+status`, `bash -c 'git …'`), which then escapes every check below: the first word is what
+they look at."""
 
 _OUTPUT_OPTION = "--output"
 _LONGEST_OUTPUT_OPTION = "--output-directory"
@@ -74,6 +88,8 @@ def why_not_plain(command: str) -> str | None:
         return "it cannot be split into words as the shell would"
     if _ASSIGNMENT.match(words[0]):
         return f"it sets the environment first ({words[0]!r})"
+    if words[0].rpartition("/")[2] in COMMAND_RUNNERS:
+        return f"it runs another command through {words[0]!r}"
     option = git_global_option(words) or file_writing_option(words)
     if option is not None:
         return f"its option {option!r} could make it write a file or obey other settings"

@@ -69,10 +69,11 @@ class SandboxPolicy:
     script in a checkout under /tmp). Elsewhere they are visible read-only anyway."""
     protected: tuple[Path, ...] = ()
     """Absolute paths in the workspace that commands must not write, rename or replace (the
-    scripts trusted hooks run, say). The whole topmost folder below the workspace that holds
-    each one is read-only (for a file directly in the workspace, the file itself), since a
-    read-only file alone is bypassed by moving its folder away and making a new one. A path
-    outside the workspace is read-only anyway; one that does not exist is not reserved."""
+    scripts trusted hooks run, the git hooks folder `core.hooksPath` names). The whole
+    topmost folder below the workspace that holds each one is read-only (for one directly
+    in the workspace, itself), since a read-only file alone is bypassed by moving its
+    folder away and making a new one. A path outside the workspace is read-only anyway; one
+    that does not exist is not reserved."""
 
     def __post_init__(self) -> None:
         if self.mode not in SANDBOX_MODES:

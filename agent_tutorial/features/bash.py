@@ -13,8 +13,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_tutorial.adapters.git_watch import (
+    GitMarkerWatch,
+    SubmoduleLook,
+    SubmoduleWatch,
+    git_marker_watch,
+)
 from agent_tutorial.adapters.sandbox import SandboxUnavailableError, sandbox_denial_hint
-from agent_tutorial.adapters.sandbox_git import GitMarkerWatch, git_marker_watch
 from agent_tutorial.adapters.shell import (
     OUTPUT_DISK_CAP_BYTES,
     CommandResult,
@@ -87,33 +92,42 @@ def bash_tool(workspace: Path, settings: BashSettings | None = None) -> ToolDefi
             "read_file, glob and grep for reading and searching files."
         ),
         input_model=BashInput,
-        handler=partial(_run_bash, workspace, settings, _watch(workspace, settings)),
+        handler=partial(_run_bash, workspace, settings, *_watches(workspace, settings)),
         effect="execute",
         subject_field="command",
         sandbox=settings.confinement,
         unconfined=None
         if settings.confinement is None
-        else partial(_run_bash, workspace, replace(settings, sandbox=None), None),
+        else partial(_run_bash, workspace, replace(settings, sandbox=None), None, None),
     )
 
 
-def _watch(workspace: Path, settings: BashSettings) -> GitMarkerWatch | None:
-    """What `.git` was at the start, where a sandboxed command could still change it; taken
-    once, when the session's tool is made."""
+def _watches(
+    workspace: Path, settings: BashSettings
+) -> tuple[GitMarkerWatch | None, SubmoduleWatch | None]:
+    """What a sandboxed command could still change in a `.git` that the mounts cannot
+    hold, where its workspace is writable: `.git` at the top as it was when the session's
+    tool was made, and each submodule's, looked at before each command (the user may add
+    a submodule meanwhile)."""
     sandbox = settings.confinement
     if sandbox is None or sandbox.mode != "workspace-write":
-        return None
-    return git_marker_watch(workspace)
+        return None, None
+    return git_marker_watch(workspace), SubmoduleWatch(workspace)
 
 
 def _run_bash(
-    workspace: Path, settings: BashSettings, watch: GitMarkerWatch | None, arguments: BashInput
+    workspace: Path,
+    settings: BashSettings,
+    watch: GitMarkerWatch | None,
+    submodules: SubmoduleWatch | None,
+    arguments: BashInput,
 ) -> ToolResult:
     if "\0" in arguments.command:  # no program can receive one in its arguments
         return tool_error("invalid_command", "the command contains a NUL character")
     stream = settings.redactor.stream() if settings.redactor else None
     sandbox = settings.confinement
     watching = watch if watch is not None and watch.as_at_start() else None
+    look = submodules.look() if submodules is not None else None
     try:
         result = run_command(
             arguments.command,
@@ -139,8 +153,7 @@ def _run_bash(
     ending = ("" if body.endswith("\n") else "\n") + _status_line(result, sandbox)
     hint = _denial_hint(result, sandbox)
     ending += "" if hint is None else f"\n[sandbox] {hint}"
-    undone = watching.undo_change() if watching is not None else None
-    ending += "" if undone is None else f"\n[sandbox] {undone}"
+    ending += _undone(watching, submodules, look)
     content = preface + body + ending
     outcome = tool_error("timeout", content) if result.timed_out else tool_success(content)
     whole = result.whole_output
@@ -151,6 +164,16 @@ def _run_bash(
         sandboxed=sandbox is not None,
         command=command_outcome(result, sandbox, denied=hint is not None),
     )
+
+
+def _undone(
+    watching: GitMarkerWatch | None, submodules: SubmoduleWatch | None, look: SubmoduleLook | None
+) -> str:
+    """Notes of what the agent undid after the command: a `.git` it made or replaced, which
+    git run later outside the sandbox would obey."""
+    notes = [watching.undo_change()] if watching is not None else []
+    notes += submodules.undo_changes(look) if submodules is not None and look is not None else []
+    return "".join(f"\n[sandbox] {note}" for note in notes if note is not None)
 
 
 def command_outcome(
