@@ -386,8 +386,8 @@ def in_layer_order(layers: Iterable[str]) -> list[str]:
     return sorted(layers, key=lambda layer: known.get(layer, len(known)))
 
 
-# Markdown (with markdown-it and pygments behind it) is for the REPL only; a one-shot run
-# that prints plain text should not pay for importing it.
+# Markdown (with markdown-it and pygments behind it) is for a terminal only; a run whose
+# answer goes to a pipe should not pay for importing it.
 def _live_display(console: Console) -> Live:
     from rich.live import Live
 
