@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
+from agent_tutorial.commands.help_format import fit_help_to_the_terminal
 from agent_tutorial.core.errors import EXIT_FAILURE, EXIT_USAGE, AgentTutorialError
 
 if TYPE_CHECKING:  # rich is imported only when something is printed: start-up stays light
@@ -44,7 +45,11 @@ class CommandFailed(AgentTutorialError):
 class FailureEdge(TyperGroup):
     """The app's group: an `AgentTutorialError` from any command below it is printed as one
     line and exits with the error's code; nothing else is caught (a bug keeps its
-    traceback)."""
+    traceback). Its help, and every command's below it, fits the terminal's width."""
+
+    def __init__(self, **attributes: Any) -> None:
+        super().__init__(**attributes)
+        fit_help_to_the_terminal(self)
 
     # `Any`: the base class types it as typer's private copy of click's Context.
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
