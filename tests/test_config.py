@@ -621,9 +621,9 @@ def test_a_key_in_openai_api_key_is_named_even_when_api_key_env_names_another(
 def test_an_unknown_setting_is_named_with_the_closest_known_one_if_any(
     workspace: Path, line: str, problem: str
 ) -> None:
-    state_file(workspace, "config.toml", line + "\n")
+    config = state_file(workspace, "config.toml", line + "\n")
 
     with pytest.raises(ConfigError) as refused:
         load_settings(workspace)
 
-    assert str(refused.value) == f"invalid configuration: {problem}"
+    assert str(refused.value) == f"invalid configuration in {config}: {problem}"

@@ -88,8 +88,23 @@ def _usage_errors_as_ours(ctx: Any) -> Iterator[None]:
             raise
         refused = getattr(error, "ctx", None) or ctx
         typer.echo(f"{refused.get_usage()}\n{_help_hint(refused)}", err=True)
+        _in_our_words(error)
         print_error(_error_console(ctx), error.format_message())
         raise typer.Exit(EXIT_USAGE) from None
+
+
+def _in_our_words(error: typer.TyperException) -> None:
+    """A flag's value refused by the validation typer hands it to is said as a setting's
+    is (`must be at least 1 (got 0)`), not in the library's words (`Input should be…`,
+    `Value error, …`)."""
+    from pydantic import ValidationError
+
+    cause = error.__cause__
+    if isinstance(cause, ValidationError) and isinstance(error, typer.BadParameter):
+        from agent_tutorial.config_wording import config_value_problem
+
+        problems = cause.errors(include_url=False)
+        error.message = "; ".join(config_value_problem(item, as_typed=True) for item in problems)
 
 
 def _help_hint(ctx: Any) -> str:
