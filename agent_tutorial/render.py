@@ -7,7 +7,6 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -35,7 +34,6 @@ from agent_tutorial.core.events import (
 from agent_tutorial.core.text import printable
 from agent_tutorial.core.tools import CommandOutcome, ToolResult
 from agent_tutorial.diff_view import diff_rows
-from agent_tutorial.features.artifact_catalog import ArtifactInfo
 from agent_tutorial.features.bash import signal_name
 from agent_tutorial.features.sessions import DamagedLine, SessionInfo
 from agent_tutorial.layout import shorten_at_word, wrap_keeping_units
@@ -290,7 +288,7 @@ class TerminalRenderer:
         """The subject the tool declared (grep: its pattern); for a call that did not
         parse, whatever argument looks most recognisable."""
         subject = self._subjects.pop(event.call.id, "")
-        return subject or _subject_from_arguments(event.call.arguments)
+        return subject or subject_from_arguments(event.call.arguments)
 
     def _wait(self, label: str) -> None:
         if not self.err.is_terminal:
@@ -413,7 +411,7 @@ def decision_line(event: PermissionDecided) -> Text:
     return line
 
 
-def _subject_from_arguments(arguments: str) -> str:
+def subject_from_arguments(arguments: str) -> str:
     """The argument a person recognises a call by: the command, path or pattern."""
     try:
         values = orjson.loads(arguments or "{}")
@@ -433,62 +431,6 @@ def rendering(renderer: TerminalRenderer, *, totals: bool = True) -> Iterator[Te
         yield renderer
     finally:
         renderer.close(totals=totals)
-
-
-def artifact_table(artifacts: Sequence[ArtifactInfo]) -> ArtifactTable:
-    return ArtifactTable(artifacts)
-
-
-class ArtifactTable:
-    """Artifacts, one line each: kind, id, size and time. The id is what `artifacts show`
-    takes, so it is never shortened; narrower than a line (40 columns) each artifact takes
-    two, the id alone on the second."""
-
-    def __init__(self, artifacts: Sequence[ArtifactInfo]) -> None:
-        self.artifacts = artifacts
-        self.id_width = max((len(printable(info.id)) for info in artifacts), default=2)
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        widths = (11, self.id_width, 9, 19)
-        if options.no_wrap or sum(widths) + 2 * 3 <= options.max_width:
-            yield self._wide(widths)
-        else:
-            yield self._narrow()
-
-    def _wide(self, widths: tuple[int, int, int, int]) -> Text:
-        kind, id_, size, _ = widths
-        table = Text(f"{'kind':<{kind}}  {'id':<{id_}}  {'size':>{size}}  time\n", style="bold")
-        for info in self.artifacts:
-            table.append(f"{info.kind:<{kind}}  ")
-            table.append(f"{printable(info.id):<{id_}}", style="bold")
-            table.append(f"  {format_bytes(info.size):>{size}}  {_stamp(info, seconds=True)}\n")
-        table.rstrip()
-        return table
-
-    def _narrow(self) -> Text:
-        table = Text()
-        for info in self.artifacts:
-            table.append(f"{info.kind}  {format_bytes(info.size)}  {_stamp(info)}\n  ")
-            table.append(f"{printable(info.id)}\n", style="bold")
-        table.rstrip()
-        return table
-
-
-def _stamp(info: ArtifactInfo, *, seconds: bool = False) -> str:
-    pattern = "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
-    return datetime.fromtimestamp(info.modified).strftime(pattern)
-
-
-def transcript_records(data: bytes) -> list[dict[str, Any] | str]:
-    """A transcript's lines as wire messages; a line that is not JSON stays as its text."""
-    records: list[dict[str, Any] | str] = []
-    for line in data.splitlines():
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            value = line.decode("utf-8", "replace")
-        records.append(value if isinstance(value, dict | str) else str(value))
-    return records
 
 
 def messages_table(records: Sequence[dict[str, Any] | str | DamagedLine], *, title: str) -> Table:

@@ -25,6 +25,7 @@ from prompt_toolkit.output import ColorDepth, Output
 from rich.table import Table
 from rich.text import Text
 
+from agent_tutorial.artifact_view import artifact_table, show_artifact
 from agent_tutorial.bootstrap import Agent
 from agent_tutorial.commands.process import termination_exit_code
 from agent_tutorial.conversation import Conversation
@@ -57,15 +58,12 @@ from agent_tutorial.pastes import CollapsedPastes, SentPromptHistory, paste_bind
 from agent_tutorial.recap import recap
 from agent_tutorial.render import (
     TerminalRenderer,
-    artifact_table,
     error_line,
     format_bytes,
     in_layer_order,
-    messages_table,
     rendering,
     session_table,
     shorten,
-    transcript_records,
 )
 from agent_tutorial.rewinding import Rewinder
 from agent_tutorial.run_summary import RunSummary, format_count
@@ -533,8 +531,9 @@ class Repl:
         if argument:
             self._artifact(argument)
             return True
-        found = list_artifacts(self.conversation.setup.project.root)
-        self.out.print(artifact_table(found) if found else "no artifacts yet")
+        root = self.conversation.setup.project.root
+        found = list_artifacts(root)
+        self.out.print(artifact_table(found, root) if found else "no artifacts yet")
         return True
 
     def _artifact(self, reference: str) -> None:
@@ -545,11 +544,7 @@ class Repl:
         except (ArtifactLookupError, OSError) as error:
             self.err.print(error_line(str(error), "cannot show"))
             return
-        if info.kind == "transcript":
-            self.out.print(messages_table(transcript_records(data), title=info.relative_path))
-        else:
-            text = printable(data.decode("utf-8", "surrogateescape"))
-            self.out.print(Text(text), highlight=False, soft_wrap=True)
+        show_artifact(self.out, info, data)
 
     def _clear(self, _argument: str) -> bool:
         self.conversation.start_new()

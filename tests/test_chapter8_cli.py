@@ -4,6 +4,7 @@ the real openai SDK, asserting on the request bodies the server saw and on the f
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -400,7 +401,7 @@ def persist_and_transcribe(run_cli: RunCli, loopback: LoopbackServer, workspace:
     return read_file_output(workspace, path)
 
 
-def test_artifacts_list_shows_the_persisted_result_and_the_transcript(
+def test_artifacts_list_shows_each_artifact_with_what_made_it(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
     persist_and_transcribe(run_cli, loopback, workspace)
@@ -410,9 +411,17 @@ def test_artifacts_list_shows_the_persisted_result_and_the_transcript(
     listing = run_cli("artifacts", "list")
 
     assert listing.exit_code == 0
+    assert listing.stdout.split("\n")[0].split()[-2:] == ["made", "by"]
     rows = [line.split() for line in listing.stdout.splitlines()[1:]]
-    shown = {row[0]: row[1] for row in rows}
-    assert shown == {"tool-result": artifact_id(result_file), "transcript": artifact_id(transcript)}
+    shown = {row[0]: (row[1], " ".join(row[6:])) for row in rows}  # kind: id, made by
+    covered = re.search(r"of (\d+) messages", shown["transcript"][1])
+    assert shown == {
+        "tool-result": (artifact_id(result_file), "read_file big.txt"),
+        "transcript": (
+            artifact_id(transcript),
+            f"summary of {covered and covered[1]} messages (prompt too long)",
+        ),
+    }
 
 
 def test_artifacts_show_prints_the_full_bytes_of_a_persisted_result(

@@ -119,9 +119,7 @@ def test_temperature_accepts_0_to_2_and_refuses_what_is_outside(workspace: Path)
 
 @pytest.mark.parametrize("value", ["inf", "nan", FORTY_NINES, '"warm"'])
 def test_temperature_refuses_absurd_values(workspace: Path, value: str) -> None:
-    assert "config.toml: temperature: " in str(
-        problem(workspace, f"temperature = {value}")
-    )
+    assert "config.toml: temperature: " in str(problem(workspace, f"temperature = {value}"))
 
 
 def test_a_hook_timeout_accepts_up_to_a_day_and_refuses_more_or_inf(workspace: Path) -> None:

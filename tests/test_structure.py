@@ -265,6 +265,8 @@ TOP_LEVEL = {
         "diff_view",
         "modes",
         "terminal_keys",
+        "artifact_view",
+        "paging",
     ),
     MODELS: ("testing", "demo"),
     FEATURES: ("features",),

@@ -370,8 +370,7 @@ def test_an_unknown_tool_calls_mode_is_a_usage_error(run_cli: RunCli) -> None:
 
     assert result.exit_code == 2
     assert result.stderr.startswith(
-        "error: invalid configuration in the environment: AGENT_TUTORIAL_TOOL_CALLS: "
-        "must be one of"
+        "error: invalid configuration in the environment: AGENT_TUTORIAL_TOOL_CALLS: must be one of"
     )
 
 
