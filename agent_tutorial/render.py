@@ -228,7 +228,7 @@ class TerminalRenderer:
         self._subjects: dict[str, str] = {}  # call id -> the subject its start line showed
         self._running: str | None = None  # the spinner's label for the call that runs
         self._layers_shown: set[str] = set()
-        self._run_compaction: dict[str, list[int]] = {}  # layer -> [steps, bytes saved]
+        self._run_compaction: dict[str, list[int]] = {}  # layer -> [steps, items, bytes saved]
 
     def emit(self, event: Event, depth: int = 0) -> None:
         if isinstance(event, NestedEvent):
@@ -274,9 +274,10 @@ class TerminalRenderer:
         """snip and micro act on most tool rounds of a long session: each shows its first
         step, later ones only with --verbose; every layer counts towards the run's totals.
         A step that changes what the model can see (persist, summary, reactive) always shows."""
-        totals = self._run_compaction.setdefault(event.layer, [0, 0])
+        totals = self._run_compaction.setdefault(event.layer, [0, 0, 0])  # steps, items, bytes
         totals[0] += 1
-        totals[1] += event.bytes_saved
+        totals[1] += event.count
+        totals[2] += event.bytes_saved
         routine = event.layer in ROUTINE_LAYERS
         if routine and event.layer in self._layers_shown and not self.verbose:
             return
@@ -368,14 +369,35 @@ def error_line(message: str, label: str = "error") -> Text:
 
 
 def compaction_totals_line(totals: dict[str, list[int]], *, verbose: bool = False) -> Text:
-    """`⚙ compaction this run: snip 10×, micro 46×; 96.4 KB saved (-v shows every step)`;
-    with -v on, every step was shown already, and the hint is left out."""
-    steps = ", ".join(f"{layer} {totals[layer][0]}×" for layer in in_layer_order(totals))
-    saved = format_bytes(sum(saved for _, saved in totals.values()))
-    line = Text(f"⚙ compaction this run: {steps}; {saved} saved", style="magenta")
+    """`⚙ compaction this run: persist 1 result, snip 11 groups, micro 46 results,
+    1 summary; 186.1 KB saved (-v shows all 58 steps)`: what the layers did, in the words
+    their lines use, so the first `micro: 1 result cleared` and `micro 46 results` count
+    the same thing; with -v on, every step was shown already, and the hint is left out."""
+    done = ", ".join(
+        compaction_items(layer, items, with_layer=True)
+        for layer in in_layer_order(totals)
+        for _, items, _ in [totals[layer]]
+    )
+    saved = format_bytes(sum(saved for _, _, saved in totals.values()))
+    line = Text(f"⚙ compaction this run: {done}; {saved} saved", style="magenta")
     if not verbose:
-        line.append(" (-v shows every step)", style="dim")
+        steps = sum(steps for steps, _, _ in totals.values())
+        line.append(f" (-v shows {'the step' if steps == 1 else f'all {steps} steps'})", "dim")
     return line
+
+
+LAYER_ITEMS = {"persist": "result", "snip": "group", "micro": "result"}
+"""What each layer's count counts; a summary layer counts summaries."""
+
+
+def compaction_items(layer: str, count: int, *, with_layer: bool = False) -> str:
+    """`46 results` (`micro 46 results` `with_layer`), `1 summary`, `2 reactive summaries`."""
+    item = LAYER_ITEMS.get(layer)
+    if item is None:
+        kind = "" if layer == "summary" else f"{layer} "
+        return f"{count:,} {kind}{'summary' if count == 1 else 'summaries'}"
+    items = f"{count:,} {item}{'' if count == 1 else 's'}"
+    return f"{layer} {items}" if with_layer else items
 
 
 def in_layer_order(layers: Iterable[str]) -> list[str]:

@@ -58,6 +58,7 @@ from agent_tutorial.pastes import CollapsedPastes, SentPromptHistory, paste_bind
 from agent_tutorial.recap import recap
 from agent_tutorial.render import (
     TerminalRenderer,
+    compaction_items,
     error_line,
     format_bytes,
     in_layer_order,
@@ -368,8 +369,8 @@ class Repl:
             share = _share(request_bytes, agent.compaction.summary_threshold_bytes)
             parts.append(ToolbarPart(f"{share:.0%} of summary", _fill_style(share), keep=7))
             layers = self.summary.compaction
-            counts = " ".join(
-                f"{layer} {layers[layer]['events']}" for layer in in_layer_order(layers)
+            counts = " ".join(  # as the totals count: results, groups, summaries
+                f"{layer} {layers[layer]['count']}" for layer in in_layer_order(layers)
             )
             if counts:
                 parts.append(ToolbarPart(counts, keep=1))
@@ -498,9 +499,9 @@ class Repl:
         for layer in in_layer_order(layers):
             stats = layers[layer]
             saved = format_bytes(stats["bytes_saved"])
-            rows.append(
-                (f"  {layer}", f"{stats['events']}×, {stats['count']} item(s), {saved} saved")
-            )
+            items = compaction_items(layer, stats["count"])
+            steps = f"{stats['events']} step{'' if stats['events'] == 1 else 's'}"
+            rows.append((f"  {layer}", f"{items} in {steps}, {saved} saved"))
         return rows
 
     def _compact(self, focus: str) -> bool:

@@ -155,7 +155,49 @@ def test_after_five_reads_the_first_two_results_are_cleared(
     }
     assert canonical == outputs
     assert "⚙ micro: 1 result cleared" in result.stderr  # its first step; the next is counted
-    assert "⚙ compaction this run: micro 2×" in result.stderr
+    assert "⚙ compaction this run: micro 2 results; " in result.stderr
+
+
+def queue_reads(loopback: LoopbackServer, workspace: Path, numbers: range) -> None:
+    for n in numbers:
+        path = write_text_file(workspace, f"notes{n}.txt", 4_000)
+        loopback.queue(read_call(f"read-{n}", path))
+    loopback.queue(text_stream("done"))
+
+
+def test_the_lines_the_totals_and_stream_json_count_the_same_steps_and_results(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    queue_reads(loopback, workspace, range(1, 6))
+    shown = run_chapter_8(run_cli, "-v").stderr.splitlines()
+    queue_reads(loopback, workspace, range(1, 6))
+    streamed = run_chapter_8(run_cli, "--output-format", "stream-json").stdout.splitlines()
+
+    micro_lines = [line for line in shown if line.startswith("⚙ micro: ")]
+    events = [json.loads(line) for line in streamed]
+    micro_events = [event for event in events if event.get("layer") == "micro"]
+    assert micro_lines == ["⚙ micro: 1 result cleared"] * 2
+    assert [(event["text"], event["count"]) for event in micro_events] == [
+        ("micro: 1 result cleared", 1)
+    ] * 2
+    assert shown[-1].startswith("⚙ compaction this run: micro 2 results; ")
+    micro = events[-1]["compaction"]["micro"]
+    assert (micro["events"], micro["count"]) == (2, 2)
+
+
+def test_a_continued_session_counts_only_what_this_run_cleared(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    queue_reads(loopback, workspace, range(1, 6))
+    first = run_chapter_8(run_cli).stderr.splitlines()
+    queue_reads(loopback, workspace, range(6, 7))
+
+    again = run_chapter_8(run_cli, "--continue").stderr.splitlines()
+
+    assert first[-1].startswith("⚙ compaction this run: micro 2 results; ")
+    # One more read, one more result cleared: the first run's two are not counted again.
+    assert [line for line in again if line.startswith("⚙ micro")] == ["⚙ micro: 1 result cleared"]
+    assert again[-1].startswith("⚙ compaction this run: micro 1 result; ")
 
 
 # --- layer 4: summary --------------------------------------------------------------------
@@ -472,4 +514,4 @@ def test_demo_tour_shows_every_compaction_layer(run_cli: RunCli, workspace: Path
         "snip",
         "summary",
     }
-    assert lines[-1].startswith("⚙ compaction this run: persist 1×, snip ")
+    assert lines[-1].startswith("⚙ compaction this run: persist 1 result, snip ")

@@ -150,7 +150,7 @@ def test_context_at_40_columns_lists_the_layers_in_order_under_a_heading(
 
     lines = terminal.lines()
     shown = lines[lines.index("› /context") :]
-    layers = [line.split()[0] for line in shown if re.match(r"   \w+ +\d+×", line)]
+    layers = [line.split()[0] for line in shown if re.match(r"   \w+ +[\d,]+ \w+ in \d", line)]
     assert layers == ["persist", "snip", "micro", "summary"]
     assert any(re.match(r" compaction +by layer, in the order", line) for line in shown)
     assert units_split(shown) == []

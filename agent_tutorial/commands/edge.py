@@ -88,12 +88,12 @@ def _usage_errors_as_ours(ctx: Any) -> Iterator[None]:
             raise
         refused = getattr(error, "ctx", None) or ctx
         typer.echo(f"{refused.get_usage()}\n{_help_hint(refused)}", err=True)
-        _in_our_words(error)
+        in_our_words(error)
         print_error(_error_console(ctx), error.format_message())
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def _in_our_words(error: typer.TyperException) -> None:
+def in_our_words(error: typer.TyperException) -> None:
     """A flag's value refused by the validation typer hands it to is said as a setting's
     is (`must be at least 1 (got 0)`), not in the library's words (`Input should be…`,
     `Value error, …`)."""
