@@ -3,6 +3,7 @@ activity line per tool call, compaction step or warning on stderr."""
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -37,10 +38,13 @@ from agent_tutorial.diff_view import diff_rows
 from agent_tutorial.features.bash import signal_name
 from agent_tutorial.features.sessions import DamagedLine, SessionInfo
 from agent_tutorial.layout import shorten_at_word, wrap_keeping_units
+from agent_tutorial.markdown_blocks import MarkdownBlocks
 from agent_tutorial.stream_wrap import WordWrap
 
 SUBJECT_WIDTH = 60
 MIN_SUBJECT_WIDTH = 12  # below this a subject says too little: it is left out
+PADDING = re.compile(r" +\n")
+"""Spaces rich adds to fill a line to the width, before its end."""
 ROUTINE_LAYERS = frozenset({"snip", "micro"})
 LAYER_ORDER = ("persist", "snip", "micro", "summary", "reactive")
 EDIT_DIFF_ROWS = 6
@@ -212,6 +216,7 @@ class TerminalRenderer:
         stream_answer: bool,
         verbose: bool = False,
         markdown: bool = False,
+        live: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.out = out
@@ -220,9 +225,14 @@ class TerminalRenderer:
         self.stream_answer = stream_answer
         self.verbose = verbose
         self.markdown = markdown
+        self.live = live
+        """With `markdown`: repaint the answer as it grows (the REPL), or else print each
+        block once it is complete (a one-shot run, whose output is kept as written)."""
         self._status: Status | None = None
         self._mid_line = False
         self._wrap: WordWrap | None = None  # a plain answer streaming to a terminal
+        self._blocks: MarkdownBlocks | None = None  # a one-shot answer's Markdown
+        self._blocks_shown = False
         self._live: Live | None = None
         self._answer = ""
         self._subjects: dict[str, str] = {}  # call id -> the subject its start line showed
@@ -312,6 +322,10 @@ class TerminalRenderer:
         if not (self.stream_answer and text):
             return
         text = printable(text)  # per character: a sequence split across pieces stays split
+        if self.markdown and not self.live:
+            self._blocks = self._blocks or MarkdownBlocks()
+            self._print_blocks(self._blocks.feed(text))
+            return
         if self.markdown:
             self._answer += text
             if self._live is None:
@@ -329,7 +343,24 @@ class TerminalRenderer:
             self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
             self._mid_line = not text.endswith("\n")
 
+    def _print_blocks(self, source: str) -> None:
+        """Complete Markdown blocks below the ones shown, a blank line between, without
+        the spaces rich pads each line with to the width (a log or a copy keeps them)."""
+        if not source.strip():
+            return
+        with self.out.capture() as captured:
+            self.out.print(_markdown(source))
+        shown = PADDING.sub("\n", captured.get())
+        if self._blocks_shown and not shown.startswith("\n"):  # (rich opens a list with one)
+            shown = "\n" + shown
+        self._blocks_shown = True
+        self.out.file.write(shown)
+        self.out.file.flush()
+
     def _end_stream(self) -> None:
+        if self._blocks is not None:
+            self._print_blocks(self._blocks.flush())
+            self._blocks, self._blocks_shown = None, False
         if self._live is not None:
             self._live.update(_markdown(self._answer), refresh=True)
             self._live.stop()

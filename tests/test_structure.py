@@ -267,6 +267,7 @@ TOP_LEVEL = {
         "terminal_keys",
         "artifact_view",
         "paging",
+        "markdown_blocks",
     ),
     MODELS: ("testing", "demo"),
     FEATURES: ("features",),

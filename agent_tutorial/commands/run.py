@@ -156,14 +156,20 @@ def _renderer(
     options: RunOptions, out: Console, err: Console, *, interactive: bool
 ) -> TerminalRenderer:
     """An answer shown on a terminal (the REPL's, or a one-shot run's text) streams and is
-    rendered as Markdown: `**Found**` reads as bold, not as asterisks. To a pipe it is
+    rendered as Markdown: `**Found**` reads as bold, not as asterisks; the REPL repaints
+    it as it grows, a one-shot run prints each block once complete. To a pipe it is
     written whole at the end, as the model wrote it, or as JSON."""
     from agent_tutorial.render import TerminalRenderer
 
     text_output = options.output_format is OutputFormat.text
     on_terminal = interactive or (text_output and out.is_terminal)
     return TerminalRenderer(
-        out, err, stream_answer=on_terminal, verbose=options.verbose, markdown=on_terminal
+        out,
+        err,
+        stream_answer=on_terminal,
+        verbose=options.verbose,
+        markdown=on_terminal,
+        live=interactive,
     )
 
 
