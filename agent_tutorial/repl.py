@@ -55,6 +55,7 @@ from agent_tutorial.modes import (
     sandbox_text,
 )
 from agent_tutorial.pastes import CollapsedPastes, SentPromptHistory, paste_bindings
+from agent_tutorial.prompt_layout import put_the_toolbar_under_the_prompt
 from agent_tutorial.recap import recap
 from agent_tutorial.render import (
     TerminalRenderer,
@@ -217,6 +218,7 @@ class Repl:
             input=input,
             output=output,
         )
+        put_the_toolbar_under_the_prompt(self.session)
         # A separate session: a yes/no answer is not a prompt to remember or complete.
         self._confirmation: PromptSession[str] = PromptSession(
             color_depth=color_depth, input=input, output=output

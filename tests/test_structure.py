@@ -268,6 +268,7 @@ TOP_LEVEL = {
         "artifact_view",
         "paging",
         "markdown_blocks",
+        "prompt_layout",
     ),
     MODELS: ("testing", "demo"),
     FEATURES: ("features",),

@@ -121,9 +121,9 @@ def test_the_toolbar_fits_an_80_column_terminal_with_a_long_model_name(
         "run", "--chapter", "8", columns=80, env={"AGENT_TUTORIAL_MODEL": model}
     )
 
-    terminal.wait_for(lambda: "of summary" in terminal.lines()[-1], "the whole toolbar")
+    terminal.wait_for(lambda: "of summary" in terminal.toolbar(), "the whole toolbar")
 
-    toolbar = terminal.lines()[-1]
+    toolbar = terminal.toolbar()
     assert toolbar.startswith(" ch8 · ask · sandbox ")  # the modes before the model's name
     assert len(toolbar.rstrip()) < 80
 
@@ -163,3 +163,6 @@ def test_an_answer_taller_than_the_terminal_shows_every_paragraph_once(
     shown = terminal.flat_text()
 
     assert [shown.count(paragraph) for paragraph in paragraphs] == [1] * 40
+    # The screen has scrolled: the prompt is near its foot, the toolbar right under it.
+    terminal.wait_for(lambda: terminal.toolbar().startswith(" ch2 · "), "the toolbar")
+    assert terminal.screen.cursor.y >= 10

@@ -87,11 +87,11 @@ def test_no_color_makes_the_prompt_and_the_toolbar_plain(
     columns: int,
 ) -> None:
     terminal = make_terminal("run", "--chapter", "8", *flags, env=env, columns=columns)
-    terminal.wait_for(lambda: "of summary" in terminal.lines()[-1], "the toolbar")
     terminal.wait_for_prompt()
+    terminal.wait_for(lambda: "of summary" in terminal.toolbar(), "the toolbar")
 
     prompt = colours_of(terminal, terminal.screen.cursor.y, "›")
-    share = colours_of(terminal, -1, "0% of summary")
+    share = colours_of(terminal, terminal.screen.cursor.y + 1, "0% of summary")
 
     assert (prompt, share) == (({"default"}, {"default"}) if plain else ({"cyan"}, {"green"}))
 
