@@ -684,13 +684,16 @@ _UNKNOWN_KEY_ERRORS = ("extra_forbidden", "unexpected_keyword_argument")  # mode
 
 
 def _environment_names(setting: str) -> tuple[str, ...]:
-    """The variables that set `setting`: its aliases (`OPENAI_BASE_URL`), or else
-    `AGENT_TUTORIAL_<NAME>`."""
+    """The variables read for `setting`: its aliases (`OPENAI_BASE_URL`), and
+    `AGENT_TUTORIAL_<NAME>` (which pydantic-settings passes on even for a field with
+    aliases, where it is refused as not a setting)."""
     field = Settings.model_fields.get(setting)
     alias = None if field is None else field.validation_alias
-    if isinstance(alias, AliasChoices):
-        return tuple(choice for choice in alias.choices if isinstance(choice, str))
-    return (f"AGENT_TUTORIAL_{setting.upper()}",)
+    choices = alias.choices if isinstance(alias, AliasChoices) else []
+    return (
+        *(choice for choice in choices if isinstance(choice, str)),
+        f"AGENT_TUTORIAL_{setting.upper()}",
+    )
 
 
 def _describe_config_problem(item: ErrorDetails) -> str:
