@@ -20,7 +20,7 @@ from agent_tutorial.commands.artifacts import artifacts_app
 from agent_tutorial.commands.bench import SHORT_HELP as BENCH_HELP
 from agent_tutorial.commands.bench import bench
 from agent_tutorial.commands.checkpoints import checkpoints_app, undo
-from agent_tutorial.commands.edge import FailureEdge, is_usage_error
+from agent_tutorial.commands.edge import FailureEdge, in_our_words, is_usage_error
 from agent_tutorial.commands.mcp import mcp_app
 from agent_tutorial.commands.process import running_as_the_command
 from agent_tutorial.commands.run import (
@@ -110,6 +110,7 @@ class RunCommand(TyperCommand):
         except typer.TyperException as error:
             output_format = _given_value(self, given, "--output-format")
             if is_usage_error(error) and output_format in JSON_FORMATS:
+                in_our_words(error)
                 report_refused_command_line(output_format, error.format_message())
             raise
 

@@ -53,7 +53,8 @@ from agent_tutorial.adapters.hook_scripts import SCRIPT_SETTING as SCRIPT_SETTIN
 from agent_tutorial.adapters.hook_scripts import trusted_script_settings
 from agent_tutorial.adapters.shell import OUTPUT_DISK_CAP_BYTES
 from agent_tutorial.adapters.text_calls import ToolCallMode
-from agent_tutorial.config_wording import config_value_problem
+from agent_tutorial.config_origin import SettingSources
+from agent_tutorial.config_wording import config_value_problem, describe_config_error
 from agent_tutorial.core.errors import EXIT_USAGE, AgentTutorialError
 from agent_tutorial.core.events import WAITING_INTERVAL_S
 from agent_tutorial.core.hooks import HooksConfig
@@ -63,7 +64,7 @@ from agent_tutorial.core.model import MAX_CONTEXT_WINDOW_TOKENS, MIN_CONTEXT_WIN
 from agent_tutorial.core.paths import STATE_DIR as STATE_DIR
 from agent_tutorial.core.permissions import PermissionMode, PermissionRule
 from agent_tutorial.core.sandbox import SandboxMode
-from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES, describe_validation_error
+from agent_tutorial.core.tools import MAX_TOOL_ARGUMENT_BYTES
 from agent_tutorial.dotenv_file import read_dotenv
 from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
@@ -363,7 +364,17 @@ def load_settings(
     try:
         settings: Settings = WorkspaceSettings(**given)
     except ValidationError as error:
-        raise ConfigError(f"invalid configuration: {_describe_config_error(error)}") from None
+        sources = SettingSources(
+            _setting_of,
+            _environment_names,
+            given,
+            project_dotenv,
+            project.dotenv_lines,
+            project.dotenv_path,
+            [(root / STATE_DIR / "config.toml", project_toml), (user_config_path(), user_toml)],
+        )
+        problems = describe_config_error(error, sources.origin, _describe_config_problem)
+        raise ConfigError(problems) from None
     except SettingsError as error:  # a table given in the environment that is not JSON
         raise ConfigError(f"invalid configuration: {error}") from None
     if not settings.is_demo:
@@ -677,13 +688,22 @@ def missing_settings(settings: Settings) -> list[str]:
 _UNKNOWN_KEY_ERRORS = ("extra_forbidden", "unexpected_keyword_argument")  # model, dataclass
 
 
-def _describe_config_error(error: ValidationError) -> str:
-    """Each problem on one line; a misspelt key is called unknown and, where one is close,
-    names the setting it resembles (pydantic alone says "Extra inputs are not permitted")."""
-    return describe_validation_error(error, whole="settings", problem=_describe_config_problem)
+def _environment_names(setting: str) -> tuple[str, ...]:
+    """The variables read for `setting`: its aliases (`OPENAI_BASE_URL`), and
+    `AGENT_TUTORIAL_<NAME>` (which pydantic-settings passes on even for a field with
+    aliases, where it is refused as not a setting)."""
+    field = Settings.model_fields.get(setting)
+    alias = None if field is None else field.validation_alias
+    choices = alias.choices if isinstance(alias, AliasChoices) else []
+    return (
+        *(choice for choice in choices if isinstance(choice, str)),
+        f"AGENT_TUTORIAL_{setting.upper()}",
+    )
 
 
 def _describe_config_problem(item: ErrorDetails) -> str:
+    """A misspelt key is called unknown and, where one is close, names the setting it
+    resembles (pydantic alone says "Extra inputs are not permitted")."""
     if item["type"] not in _UNKNOWN_KEY_ERRORS:
         return config_value_problem(item)
     close = difflib.get_close_matches(str(item["loc"][-1]), _known_keys(item["loc"]), n=1)

@@ -102,6 +102,7 @@ class Conversation:
         self.close()
         self._agent = self._build(loaded.history)
         self._restore_summary(loaded)
+        self._counted_already(loaded.history)
         if self._agent.todos is not None:
             self._agent.todos.restore(loaded.history)
         self.session_id = loaded.meta.session_id
@@ -142,6 +143,7 @@ class Conversation:
         if self.log is not None:
             self.log.record(REWIND_RECORD, {"messages": keep})
         self._agent = self._build(history)
+        self._counted_already(history)
         if self._agent.todos is not None:
             self._agent.todos.restore(history)
         if self.log is not None:
@@ -173,6 +175,12 @@ class Conversation:
             )
         except ValueError as error:  # a hand-edited file: carry on with the whole history
             self.agent.events.emit(Notice("warning", f"summary not restored: {error}"))
+
+    def _counted_already(self, history: Sequence[ChatMessage]) -> None:
+        """What the earlier run's snip and micro did to `history` was counted then: this
+        run's lines, totals and /context count from here."""
+        if self.agent.compaction is not None and history:
+            self.agent.compaction.continue_from(history)
 
     def _build(self, history: Sequence[ChatMessage]) -> Agent:
         """Another agent from the session's parts: the same connection, redactor, window

@@ -3,11 +3,11 @@ activity line per tool call, compaction step or warning on stderr."""
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -35,14 +35,16 @@ from agent_tutorial.core.events import (
 from agent_tutorial.core.text import printable
 from agent_tutorial.core.tools import CommandOutcome, ToolResult
 from agent_tutorial.diff_view import diff_rows
-from agent_tutorial.features.artifact_catalog import ArtifactInfo
 from agent_tutorial.features.bash import signal_name
 from agent_tutorial.features.sessions import DamagedLine, SessionInfo
 from agent_tutorial.layout import shorten_at_word, wrap_keeping_units
+from agent_tutorial.markdown_blocks import MarkdownBlocks
 from agent_tutorial.stream_wrap import WordWrap
 
 SUBJECT_WIDTH = 60
 MIN_SUBJECT_WIDTH = 12  # below this a subject says too little: it is left out
+PADDING = re.compile(r" +\n")
+"""Spaces rich adds to fill a line to the width, before its end."""
 ROUTINE_LAYERS = frozenset({"snip", "micro"})
 LAYER_ORDER = ("persist", "snip", "micro", "summary", "reactive")
 EDIT_DIFF_ROWS = 6
@@ -214,6 +216,7 @@ class TerminalRenderer:
         stream_answer: bool,
         verbose: bool = False,
         markdown: bool = False,
+        live: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.out = out
@@ -222,15 +225,20 @@ class TerminalRenderer:
         self.stream_answer = stream_answer
         self.verbose = verbose
         self.markdown = markdown
+        self.live = live
+        """With `markdown`: repaint the answer as it grows (the REPL), or else print each
+        block once it is complete (a one-shot run, whose output is kept as written)."""
         self._status: Status | None = None
         self._mid_line = False
         self._wrap: WordWrap | None = None  # a plain answer streaming to a terminal
+        self._blocks: MarkdownBlocks | None = None  # a one-shot answer's Markdown
+        self._blocks_shown = False
         self._live: Live | None = None
         self._answer = ""
         self._subjects: dict[str, str] = {}  # call id -> the subject its start line showed
         self._running: str | None = None  # the spinner's label for the call that runs
         self._layers_shown: set[str] = set()
-        self._run_compaction: dict[str, list[int]] = {}  # layer -> [steps, bytes saved]
+        self._run_compaction: dict[str, list[int]] = {}  # layer -> [steps, items, bytes saved]
 
     def emit(self, event: Event, depth: int = 0) -> None:
         if isinstance(event, NestedEvent):
@@ -276,9 +284,10 @@ class TerminalRenderer:
         """snip and micro act on most tool rounds of a long session: each shows its first
         step, later ones only with --verbose; every layer counts towards the run's totals.
         A step that changes what the model can see (persist, summary, reactive) always shows."""
-        totals = self._run_compaction.setdefault(event.layer, [0, 0])
+        totals = self._run_compaction.setdefault(event.layer, [0, 0, 0])  # steps, items, bytes
         totals[0] += 1
-        totals[1] += event.bytes_saved
+        totals[1] += event.count
+        totals[2] += event.bytes_saved
         routine = event.layer in ROUTINE_LAYERS
         if routine and event.layer in self._layers_shown and not self.verbose:
             return
@@ -290,7 +299,7 @@ class TerminalRenderer:
         """The subject the tool declared (grep: its pattern); for a call that did not
         parse, whatever argument looks most recognisable."""
         subject = self._subjects.pop(event.call.id, "")
-        return subject or _subject_from_arguments(event.call.arguments)
+        return subject or subject_from_arguments(event.call.arguments)
 
     def _wait(self, label: str) -> None:
         if not self.err.is_terminal:
@@ -313,6 +322,10 @@ class TerminalRenderer:
         if not (self.stream_answer and text):
             return
         text = printable(text)  # per character: a sequence split across pieces stays split
+        if self.markdown and not self.live:
+            self._blocks = self._blocks or MarkdownBlocks()
+            self._print_blocks(self._blocks.feed(text))
+            return
         if self.markdown:
             self._answer += text
             if self._live is None:
@@ -330,7 +343,24 @@ class TerminalRenderer:
             self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
             self._mid_line = not text.endswith("\n")
 
+    def _print_blocks(self, source: str) -> None:
+        """Complete Markdown blocks below the ones shown, a blank line between, without
+        the spaces rich pads each line with to the width (a log or a copy keeps them)."""
+        if not source.strip():
+            return
+        with self.out.capture() as captured:
+            self.out.print(_markdown(source))
+        shown = PADDING.sub("\n", captured.get())
+        if self._blocks_shown and not shown.startswith("\n"):  # (rich opens a list with one)
+            shown = "\n" + shown
+        self._blocks_shown = True
+        self.out.file.write(shown)
+        self.out.file.flush()
+
     def _end_stream(self) -> None:
+        if self._blocks is not None:
+            self._print_blocks(self._blocks.flush())
+            self._blocks, self._blocks_shown = None, False
         if self._live is not None:
             self._live.update(_markdown(self._answer), refresh=True)
             self._live.stop()
@@ -370,14 +400,35 @@ def error_line(message: str, label: str = "error") -> Text:
 
 
 def compaction_totals_line(totals: dict[str, list[int]], *, verbose: bool = False) -> Text:
-    """`⚙ compaction this run: snip 10×, micro 46×; 96.4 KB saved (-v shows every step)`;
-    with -v on, every step was shown already, and the hint is left out."""
-    steps = ", ".join(f"{layer} {totals[layer][0]}×" for layer in in_layer_order(totals))
-    saved = format_bytes(sum(saved for _, saved in totals.values()))
-    line = Text(f"⚙ compaction this run: {steps}; {saved} saved", style="magenta")
+    """`⚙ compaction this run: persist 1 result, snip 11 groups, micro 46 results,
+    1 summary; 186.1 KB saved (-v shows all 58 steps)`: what the layers did, in the words
+    their lines use, so the first `micro: 1 result cleared` and `micro 46 results` count
+    the same thing; with -v on, every step was shown already, and the hint is left out."""
+    done = ", ".join(
+        compaction_items(layer, items, with_layer=True)
+        for layer in in_layer_order(totals)
+        for _, items, _ in [totals[layer]]
+    )
+    saved = format_bytes(sum(saved for _, _, saved in totals.values()))
+    line = Text(f"⚙ compaction this run: {done}; {saved} saved", style="magenta")
     if not verbose:
-        line.append(" (-v shows every step)", style="dim")
+        steps = sum(steps for steps, _, _ in totals.values())
+        line.append(f" (-v shows {'the step' if steps == 1 else f'all {steps} steps'})", "dim")
     return line
+
+
+LAYER_ITEMS = {"persist": "result", "snip": "group", "micro": "result"}
+"""What each layer's count counts; a summary layer counts summaries."""
+
+
+def compaction_items(layer: str, count: int, *, with_layer: bool = False) -> str:
+    """`46 results` (`micro 46 results` `with_layer`), `1 summary`, `2 reactive summaries`."""
+    item = LAYER_ITEMS.get(layer)
+    if item is None:
+        kind = "" if layer == "summary" else f"{layer} "
+        return f"{count:,} {kind}{'summary' if count == 1 else 'summaries'}"
+    items = f"{count:,} {item}{'' if count == 1 else 's'}"
+    return f"{layer} {items}" if with_layer else items
 
 
 def in_layer_order(layers: Iterable[str]) -> list[str]:
@@ -386,8 +437,8 @@ def in_layer_order(layers: Iterable[str]) -> list[str]:
     return sorted(layers, key=lambda layer: known.get(layer, len(known)))
 
 
-# Markdown (with markdown-it and pygments behind it) is for the REPL only; a one-shot run
-# that prints plain text should not pay for importing it.
+# Markdown (with markdown-it and pygments behind it) is for a terminal only; a run whose
+# answer goes to a pipe should not pay for importing it.
 def _live_display(console: Console) -> Live:
     from rich.live import Live
 
@@ -413,7 +464,7 @@ def decision_line(event: PermissionDecided) -> Text:
     return line
 
 
-def _subject_from_arguments(arguments: str) -> str:
+def subject_from_arguments(arguments: str) -> str:
     """The argument a person recognises a call by: the command, path or pattern."""
     try:
         values = orjson.loads(arguments or "{}")
@@ -433,62 +484,6 @@ def rendering(renderer: TerminalRenderer, *, totals: bool = True) -> Iterator[Te
         yield renderer
     finally:
         renderer.close(totals=totals)
-
-
-def artifact_table(artifacts: Sequence[ArtifactInfo]) -> ArtifactTable:
-    return ArtifactTable(artifacts)
-
-
-class ArtifactTable:
-    """Artifacts, one line each: kind, id, size and time. The id is what `artifacts show`
-    takes, so it is never shortened; narrower than a line (40 columns) each artifact takes
-    two, the id alone on the second."""
-
-    def __init__(self, artifacts: Sequence[ArtifactInfo]) -> None:
-        self.artifacts = artifacts
-        self.id_width = max((len(printable(info.id)) for info in artifacts), default=2)
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        widths = (11, self.id_width, 9, 19)
-        if options.no_wrap or sum(widths) + 2 * 3 <= options.max_width:
-            yield self._wide(widths)
-        else:
-            yield self._narrow()
-
-    def _wide(self, widths: tuple[int, int, int, int]) -> Text:
-        kind, id_, size, _ = widths
-        table = Text(f"{'kind':<{kind}}  {'id':<{id_}}  {'size':>{size}}  time\n", style="bold")
-        for info in self.artifacts:
-            table.append(f"{info.kind:<{kind}}  ")
-            table.append(f"{printable(info.id):<{id_}}", style="bold")
-            table.append(f"  {format_bytes(info.size):>{size}}  {_stamp(info, seconds=True)}\n")
-        table.rstrip()
-        return table
-
-    def _narrow(self) -> Text:
-        table = Text()
-        for info in self.artifacts:
-            table.append(f"{info.kind}  {format_bytes(info.size)}  {_stamp(info)}\n  ")
-            table.append(f"{printable(info.id)}\n", style="bold")
-        table.rstrip()
-        return table
-
-
-def _stamp(info: ArtifactInfo, *, seconds: bool = False) -> str:
-    pattern = "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
-    return datetime.fromtimestamp(info.modified).strftime(pattern)
-
-
-def transcript_records(data: bytes) -> list[dict[str, Any] | str]:
-    """A transcript's lines as wire messages; a line that is not JSON stays as its text."""
-    records: list[dict[str, Any] | str] = []
-    for line in data.splitlines():
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            value = line.decode("utf-8", "replace")
-        records.append(value if isinstance(value, dict | str) else str(value))
-    return records
 
 
 def messages_table(records: Sequence[dict[str, Any] | str | DamagedLine], *, title: str) -> Table:

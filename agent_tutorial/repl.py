@@ -25,6 +25,7 @@ from prompt_toolkit.output import ColorDepth, Output
 from rich.table import Table
 from rich.text import Text
 
+from agent_tutorial.artifact_view import artifact_table, show_artifact
 from agent_tutorial.bootstrap import Agent
 from agent_tutorial.commands.process import termination_exit_code
 from agent_tutorial.conversation import Conversation
@@ -55,18 +56,17 @@ from agent_tutorial.modes import (
     sandbox_text,
 )
 from agent_tutorial.pastes import CollapsedPastes, SentPromptHistory, paste_bindings
+from agent_tutorial.prompt_layout import put_the_toolbar_under_the_prompt
 from agent_tutorial.recap import recap
 from agent_tutorial.render import (
     TerminalRenderer,
-    artifact_table,
+    compaction_items,
     error_line,
     format_bytes,
     in_layer_order,
-    messages_table,
     rendering,
     session_table,
     shorten,
-    transcript_records,
 )
 from agent_tutorial.rewinding import Rewinder
 from agent_tutorial.run_summary import RunSummary, format_count
@@ -219,6 +219,7 @@ class Repl:
             input=input,
             output=output,
         )
+        put_the_toolbar_under_the_prompt(self.session)
         # A separate session: a yes/no answer is not a prompt to remember or complete.
         self._confirmation: PromptSession[str] = PromptSession(
             color_depth=color_depth, input=input, output=output
@@ -371,8 +372,8 @@ class Repl:
             share = _share(request_bytes, agent.compaction.summary_threshold_bytes)
             parts.append(ToolbarPart(f"{share:.0%} of summary", _fill_style(share), keep=7))
             layers = self.summary.compaction
-            counts = " ".join(
-                f"{layer} {layers[layer]['events']}" for layer in in_layer_order(layers)
+            counts = " ".join(  # as the totals count: results, groups, summaries
+                f"{layer} {layers[layer]['count']}" for layer in in_layer_order(layers)
             )
             if counts:
                 parts.append(ToolbarPart(counts, keep=1))
@@ -502,9 +503,9 @@ class Repl:
         for layer in in_layer_order(layers):
             stats = layers[layer]
             saved = format_bytes(stats["bytes_saved"])
-            rows.append(
-                (f"  {layer}", f"{stats['events']}×, {stats['count']} item(s), {saved} saved")
-            )
+            items = compaction_items(layer, stats["count"])
+            steps = f"{stats['events']} step{'' if stats['events'] == 1 else 's'}"
+            rows.append((f"  {layer}", f"{items} in {steps}, {saved} saved"))
         return rows
 
     def _compact(self, focus: str) -> bool:
@@ -535,8 +536,9 @@ class Repl:
         if argument:
             self._artifact(argument)
             return True
-        found = list_artifacts(self.conversation.setup.project.root)
-        self.out.print(artifact_table(found) if found else "no artifacts yet")
+        root = self.conversation.setup.project.root
+        found = list_artifacts(root)
+        self.out.print(artifact_table(found, root) if found else "no artifacts yet")
         return True
 
     def _artifact(self, reference: str) -> None:
@@ -547,11 +549,7 @@ class Repl:
         except (ArtifactLookupError, OSError) as error:
             self.err.print(error_line(str(error), "cannot show"))
             return
-        if info.kind == "transcript":
-            self.out.print(messages_table(transcript_records(data), title=info.relative_path))
-        else:
-            text = printable(data.decode("utf-8", "surrogateescape"))
-            self.out.print(Text(text), highlight=False, soft_wrap=True)
+        show_artifact(self.out, info, data)
 
     def _clear(self, _argument: str) -> bool:
         self.conversation.start_new()

@@ -137,6 +137,11 @@ class Terminal:
     def cursor_line(self) -> str:
         return self.screen.display[self.screen.cursor.y].rstrip()
 
+    def toolbar(self) -> str:
+        """The REPL's toolbar: the line right under the prompt the cursor is on."""
+        below = self.screen.cursor.y + 1
+        return self.screen.display[below].rstrip() if below < self.screen.lines else ""
+
     def wait_for(self, condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
         """Read the child's output into the screen until `condition()` holds."""
         deadline = time.monotonic() + timeout_s

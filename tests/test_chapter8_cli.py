@@ -4,6 +4,7 @@ the real openai SDK, asserting on the request bodies the server saw and on the f
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -154,7 +155,49 @@ def test_after_five_reads_the_first_two_results_are_cleared(
     }
     assert canonical == outputs
     assert "⚙ micro: 1 result cleared" in result.stderr  # its first step; the next is counted
-    assert "⚙ compaction this run: micro 2×" in result.stderr
+    assert "⚙ compaction this run: micro 2 results; " in result.stderr
+
+
+def queue_reads(loopback: LoopbackServer, workspace: Path, numbers: range) -> None:
+    for n in numbers:
+        path = write_text_file(workspace, f"notes{n}.txt", 4_000)
+        loopback.queue(read_call(f"read-{n}", path))
+    loopback.queue(text_stream("done"))
+
+
+def test_the_lines_the_totals_and_stream_json_count_the_same_steps_and_results(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    queue_reads(loopback, workspace, range(1, 6))
+    shown = run_chapter_8(run_cli, "-v").stderr.splitlines()
+    queue_reads(loopback, workspace, range(1, 6))
+    streamed = run_chapter_8(run_cli, "--output-format", "stream-json").stdout.splitlines()
+
+    micro_lines = [line for line in shown if line.startswith("⚙ micro: ")]
+    events = [json.loads(line) for line in streamed]
+    micro_events = [event for event in events if event.get("layer") == "micro"]
+    assert micro_lines == ["⚙ micro: 1 result cleared"] * 2
+    assert [(event["text"], event["count"]) for event in micro_events] == [
+        ("micro: 1 result cleared", 1)
+    ] * 2
+    assert shown[-1].startswith("⚙ compaction this run: micro 2 results; ")
+    micro = events[-1]["compaction"]["micro"]
+    assert (micro["events"], micro["count"]) == (2, 2)
+
+
+def test_a_continued_session_counts_only_what_this_run_cleared(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    queue_reads(loopback, workspace, range(1, 6))
+    first = run_chapter_8(run_cli).stderr.splitlines()
+    queue_reads(loopback, workspace, range(6, 7))
+
+    again = run_chapter_8(run_cli, "--continue").stderr.splitlines()
+
+    assert first[-1].startswith("⚙ compaction this run: micro 2 results; ")
+    # One more read, one more result cleared: the first run's two are not counted again.
+    assert [line for line in again if line.startswith("⚙ micro")] == ["⚙ micro: 1 result cleared"]
+    assert again[-1].startswith("⚙ compaction this run: micro 1 result; ")
 
 
 # --- layer 4: summary --------------------------------------------------------------------
@@ -400,7 +443,7 @@ def persist_and_transcribe(run_cli: RunCli, loopback: LoopbackServer, workspace:
     return read_file_output(workspace, path)
 
 
-def test_artifacts_list_shows_the_persisted_result_and_the_transcript(
+def test_artifacts_list_shows_each_artifact_with_what_made_it(
     run_cli: RunCli, loopback: LoopbackServer, workspace: Path
 ) -> None:
     persist_and_transcribe(run_cli, loopback, workspace)
@@ -410,9 +453,17 @@ def test_artifacts_list_shows_the_persisted_result_and_the_transcript(
     listing = run_cli("artifacts", "list")
 
     assert listing.exit_code == 0
+    assert listing.stdout.split("\n")[0].split()[-2:] == ["made", "by"]
     rows = [line.split() for line in listing.stdout.splitlines()[1:]]
-    shown = {row[0]: row[1] for row in rows}
-    assert shown == {"tool-result": artifact_id(result_file), "transcript": artifact_id(transcript)}
+    shown = {row[0]: (row[1], " ".join(row[6:])) for row in rows}  # kind: id, made by
+    covered = re.search(r"of (\d+) messages", shown["transcript"][1])
+    assert shown == {
+        "tool-result": (artifact_id(result_file), "read_file big.txt"),
+        "transcript": (
+            artifact_id(transcript),
+            f"summary of {covered and covered[1]} messages (prompt too long)",
+        ),
+    }
 
 
 def test_artifacts_show_prints_the_full_bytes_of_a_persisted_result(
@@ -463,4 +514,4 @@ def test_demo_tour_shows_every_compaction_layer(run_cli: RunCli, workspace: Path
         "snip",
         "summary",
     }
-    assert lines[-1].startswith("⚙ compaction this run: persist 1×, snip ")
+    assert lines[-1].startswith("⚙ compaction this run: persist 1 result, snip ")

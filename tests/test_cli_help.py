@@ -13,14 +13,21 @@ from typer.testing import CliRunner
 
 from agent_tutorial import __version__
 from agent_tutorial.cli import app
+from tests.terminal import run_on_two_terminals
 
 COMMAND = Path(sys.executable).with_name("agent-tutorial")
 
 
-def help_text(*command: str) -> str:
-    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
+def help_text(*command: str, columns: int = 80) -> str:
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": str(columns)})
     assert result.exit_code == 0, result.output
     return result.output
+
+
+def words(text: str) -> list[str]:
+    """The words of `text`, a hyphenated one in its parts (wrapping may break after a
+    hyphen, as it may at a space)."""
+    return [word for word in re.split(r"\s+|(?<=-)", text) if word]
 
 
 def command_paths() -> list[tuple[str, ...]]:
@@ -61,6 +68,27 @@ def test_run_help_keeps_its_sentences_together() -> None:
     text = " ".join(help_text("run").split())
 
     assert "the piped input comes first, as context." in text
+
+
+def test_every_help_page_fits_40_columns_and_breaks_only_between_words() -> None:
+    for path in command_paths():
+        narrow, wide = help_text(*path, columns=40), help_text(*path, columns=200)
+
+        assert max(len(line) for line in narrow.splitlines()) <= 40, (path, narrow)
+        assert words(narrow) == words(wide), path  # no word cut, none shortened with dots
+
+
+@pytest.mark.parametrize("columns", [80, 40])
+def test_run_help_on_a_terminal_fits_it(workspace: Path, columns: int) -> None:
+    """In a real terminal of that size: click alone laid help out 50 columns wide at
+    least, and the terminal then broke its lines again mid-word (`Show t` / `his`)."""
+    run = run_on_two_terminals(["run", "--help"], cwd=workspace, env={}, columns=columns)
+    shown = run.stdout.decode().replace("\r", "")
+
+    assert run.exit_code == 0
+    assert max(len(line) for line in shown.splitlines()) <= columns
+    after_usage = shown.split("\n\n", 1)[1]  # the usage line names the program as run
+    assert words(after_usage) == words(help_text("run", columns=200).split("\n\n", 1)[1])
 
 
 @pytest.mark.parametrize(

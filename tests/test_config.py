@@ -598,6 +598,36 @@ def test_a_permissions_setting_that_is_not_a_table_is_a_configuration_error(
         load_settings(workspace, trusted=True)
 
 
+def test_a_value_from_a_settings_own_variable_is_named_by_that_variable(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_TUTORIAL_CONTEXT_WINDOW", "5")  # the window's name, not the field's
+
+    with pytest.raises(ConfigError) as refused:
+        load_settings(workspace)
+
+    assert str(refused.value) == (
+        "invalid configuration in the environment: AGENT_TUTORIAL_CONTEXT_WINDOW: "
+        "must be at least 256 (got '5')"
+    )
+
+
+def test_a_value_from_the_fields_own_variable_is_named_by_it_too(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic-settings reads AGENT_TUTORIAL_<FIELD> as well, where the field has another
+    name: a value refused there is named by the variable it came from."""
+    monkeypatch.setenv("AGENT_TUTORIAL_CONTEXT_WINDOW_TOKENS", "5")
+
+    with pytest.raises(ConfigError) as refused:
+        load_settings(workspace)
+
+    assert str(refused.value) == (
+        "invalid configuration in the environment: AGENT_TUTORIAL_CONTEXT_WINDOW_TOKENS: "
+        "must be at least 256 (got '5')"
+    )
+
+
 def test_a_key_in_openai_api_key_is_named_even_when_api_key_env_names_another(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -621,9 +651,9 @@ def test_a_key_in_openai_api_key_is_named_even_when_api_key_env_names_another(
 def test_an_unknown_setting_is_named_with_the_closest_known_one_if_any(
     workspace: Path, line: str, problem: str
 ) -> None:
-    state_file(workspace, "config.toml", line + "\n")
+    config = state_file(workspace, "config.toml", line + "\n")
 
     with pytest.raises(ConfigError) as refused:
         load_settings(workspace)
 
-    assert str(refused.value) == f"invalid configuration: {problem}"
+    assert str(refused.value) == f"invalid configuration in {config}: {problem}"

@@ -12,11 +12,12 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from agent_tutorial.artifact_view import artifact_table
 from agent_tutorial.core.tools import tool_success
 from agent_tutorial.features.artifact_catalog import ArtifactInfo
 from agent_tutorial.features.sessions import SessionInfo
 from agent_tutorial.layout import KeepUnits, Trimmed, pack_cells, shorten_at_word
-from agent_tutorial.render import artifact_table, session_table, tool_line
+from agent_tutorial.render import session_table, tool_line
 
 SIZES = "history 126 messages, 137.5 KB and 46×, 46 item(s), 41.9 KB saved"
 

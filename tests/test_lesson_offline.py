@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 import urllib.error
@@ -145,6 +146,10 @@ def test_make_lesson_works_in_a_fresh_folder_it_then_removes(
     assert found, first
     assert Path(found[1]).name.startswith(f"lesson{chapter:02d}-")
     assert not Path(found[1]).exists()
+    assert offline_runs[chapter].stderr.splitlines()[-1] == (
+        f"the workspace {found[1]} is deleted; `make lesson N={chapter} ARGS=--keep` keeps it, "
+        "with the files the paths above name"
+    )
 
 
 def test_chapter_8_offline_shows_all_four_layers_at_work(offline_runs: dict[int, Run]) -> None:
@@ -162,10 +167,17 @@ def test_chapter_8_offline_shows_all_four_layers_at_work(offline_runs: dict[int,
 
 
 def test_make_lesson_passes_the_prompt_and_lesson_options_through_unchanged() -> None:
+    """--keep is the server's own option; --trace goes on to the lesson."""
     prompt = """Say "hi", it's $HOME `date` $(x)"""
 
-    (run,) = make_lessons(f"PROMPT={prompt}", "ARGS=--trace", chapters=range(1, 2)).values()
+    (run,) = make_lessons(f"PROMPT={prompt}", "ARGS=--trace --keep", chapters=range(1, 2)).values()
 
+    kept = re.fullmatch(
+        r"the workspace is kept: (\S+) \(the paths above are inside it\)",
+        run.stderr.splitlines()[-1],
+    )
+    assert kept and Path(kept[1], "app").is_dir(), run.stderr
+    shutil.rmtree(kept[1])
     assert run.exit_code == 0, run.stderr
     assert f"wrote this answer to {prompt!r}" in run.stdout
     traced = [line for line in run.stderr.splitlines() if line.startswith("⇢ ")]

@@ -154,30 +154,30 @@ def compaction_run(*events: CompactionApplied, verbose: bool = False) -> list[st
     return err.getvalue().splitlines()
 
 
-MICRO_STEPS = [CompactionApplied("micro", f"micro: {n} results cleared", 1, 100) for n in (1, 2, 3)]
-SNIP_STEPS = [CompactionApplied("snip", f"snip: {n} groups omitted", 1, 50) for n in (2, 3)]
+MICRO_STEPS = [CompactionApplied("micro", "micro: 1 result cleared", 1, 100) for _ in range(3)]
+SNIP_STEPS = [CompactionApplied("snip", f"snip: {n} groups omitted", n, 50) for n in (2, 3)]
 
 
 def test_snip_and_micro_show_their_first_step_and_the_run_ends_with_totals() -> None:
     shown = compaction_run(*MICRO_STEPS, *SNIP_STEPS)
 
     assert shown == [
-        "⚙ micro: 1 results cleared",
+        "⚙ micro: 1 result cleared",
         "⚙ snip: 2 groups omitted",
-        "⚙ compaction this run: snip 2×, micro 3×; 400 B saved (-v shows every step)",
+        "⚙ compaction this run: snip 5 groups, micro 3 results; 400 B saved (-v shows all 5 steps)",
     ]
 
 
 def test_verbose_shows_every_snip_and_micro_step() -> None:
     shown = compaction_run(*MICRO_STEPS, verbose=True)
 
-    assert shown[:3] == [f"⚙ micro: {n} results cleared" for n in (1, 2, 3)]
+    assert shown[:3] == ["⚙ micro: 1 result cleared"] * 3
 
 
 def test_verbose_totals_do_not_say_what_verbose_would_show() -> None:
     shown = compaction_run(*MICRO_STEPS, verbose=True)
 
-    assert shown[-1] == "⚙ compaction this run: micro 3×; 300 B saved"
+    assert shown[-1] == "⚙ compaction this run: micro 3 results; 300 B saved"
 
 
 def test_steps_that_change_what_the_model_sees_always_show() -> None:
@@ -201,8 +201,8 @@ def test_each_run_counts_its_own_totals_and_later_runs_stay_quiet() -> None:
         renderer.emit(MICRO_STEPS[1])
 
     assert err.getvalue().splitlines()[1:] == [
-        "⚙ compaction this run: micro 1×; 100 B saved (-v shows every step)",
-        "⚙ compaction this run: micro 1×; 100 B saved (-v shows every step)",
+        "⚙ compaction this run: micro 1 result; 100 B saved (-v shows the step)",
+        "⚙ compaction this run: micro 1 result; 100 B saved (-v shows the step)",
     ]
 
 

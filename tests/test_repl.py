@@ -490,7 +490,7 @@ def test_context_lists_each_compaction_layer_that_acted(
     harness.drive("earlier question", "/compact", "/context")
 
     shown = harness.stdout.getvalue()
-    assert re.search(r"^\s+summary\s+1×, \d+ item\(s\), [\d.]+ K?B saved", shown, re.MULTILINE)
+    assert re.search(r"^\s+summary\s+1 summary in 1 step, [\d.]+ K?B saved", shown, re.MULTILINE)
     assert "nothing compacted yet" not in shown
     assert re.search(r"artifacts\s+1 file\(s\), [\d.]+ K?B", shown)
 

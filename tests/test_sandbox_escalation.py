@@ -24,6 +24,7 @@ from agent_tutorial.terminal_keys import ESCAPE
 from tests.loopback import LoopbackServer, exchanged, text_stream, tool_stream
 from tests.terminal import Terminal
 from tests.test_permissions import ScriptedApprover
+from tests.test_state_gitignore import git
 
 UNAVAILABLE = sandbox_available()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no sandbox: {UNAVAILABLE}")
@@ -137,3 +138,33 @@ def test_a_denied_write_asks_on_the_terminal_and_one_key_answers(
     assert (workspace.parent / "outside" / "made").exists() is made
     told = exchanged(loopback.requests[1])[-1]["content"]
     assert ("Read-only file system" in told) is not made
+
+
+COMMIT = "git add notes.txt && git -c user.name=t -c user.email=t@example.com commit -qm second"
+
+
+@pytest.mark.parametrize("columns", [80, 40])
+def test_a_git_commit_in_accept_edits_runs_outside_after_one_y_and_git_sees_no_session_data(
+    make_terminal: MakeTerminal, loopback: LoopbackServer, workspace: Path, columns: int
+) -> None:
+    """In a repository, the sandbox keeps .git read-only, so `git commit` is denied; one
+    `y` commits it. The REPL's first run leaves .agent_tutorial/.gitignore, and git sees
+    nothing else of the state folder (sessions, history, checkpoints)."""
+    git(workspace, "init", "-q")
+    (workspace / "notes.txt").write_text("first\n")
+    loopback.queue(tool_stream([("b1", "bash", {"command": COMMIT})]), text_stream("committed"))
+    terminal = make_terminal("run", "-c", "3", "--permission-mode", "accept-edits", columns=columns)
+    terminal.wait_for_prompt()
+    terminal.enter("commit the notes")
+    terminal.wait_for_question()
+
+    terminal.type("y")
+    terminal.wait_for_text("committed")
+    terminal.wait_for_prompt()
+
+    assert git(workspace, "log", "--format=%s") == "second\n"
+    assert "outside the sandbox" in terminal.flat_text()
+    assert git(workspace, "status", "--porcelain", "--untracked-files=all") == (
+        "?? .agent_tutorial/.gitignore\n"
+    )
+    assert list((workspace / ".agent_tutorial" / "sessions").iterdir())  # kept, and ignored

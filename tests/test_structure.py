@@ -9,7 +9,8 @@ The layers, each importing only from itself and the layers it names (`ALLOWED`):
                   -> composition, features, core          (no adapter: commands/process alone
                                                            reaches adapters/processes)
     composition   bootstrap, composition, conversation, config, project, folder_trust,
-                  model_client, dotenv_file, profiles, mcp_config, mcp_session
+                  model_client, dotenv_file, profiles, mcp_config, mcp_session,
+                  config_wording, config_origin (how a refused setting is said and where)
                   -> models, features, model adapters, OS adapters, core
     models        testing (ScriptedModel), demo/ (the offline demo model)
                   -> features, OS adapters, core
@@ -244,6 +245,7 @@ TOP_LEVEL = {
         "dotenv_file",
         "profiles",
         "config_wording",
+        "config_origin",
         "mcp_config",
         "mcp_session",
     ),
@@ -268,6 +270,10 @@ TOP_LEVEL = {
         "diff_view",
         "modes",
         "terminal_keys",
+        "artifact_view",
+        "paging",
+        "markdown_blocks",
+        "prompt_layout",
     ),
     MODELS: ("testing", "demo"),
     FEATURES: ("features",),

@@ -19,7 +19,7 @@ SHIFT_TAB = "\x1b[Z"
 
 
 def toolbar(terminal: Terminal) -> str:
-    return terminal.lines()[-1]
+    return terminal.toolbar()
 
 
 def wait_for_toolbar(terminal: Terminal, text: str) -> None:
@@ -38,7 +38,7 @@ def test_the_toolbar_shows_the_mode_and_shift_tab_cycles_it(
 ) -> None:
     terminal = make_terminal("run", "-c", "3", "--sandbox", "off", columns=columns)
     terminal.wait_for_prompt()
-    wait_for_toolbar(terminal, "ask")
+    wait_for_toolbar(terminal, "ask")  # on the line right under the prompt
 
     seen: list[str] = []
     for _ in range(3):

@@ -1,11 +1,15 @@
 """Answers on a real terminal: the REPL and a one-shot run on a pseudo-terminal against the
 loopback server, read back from a pyte screen. Lines wider than the terminal wrap; no
-word is ever cut off at the right edge, at 80 columns, at 40, or after a resize."""
+word is ever cut off at the right edge, at 80 columns, at 40, or after a resize. An answer
+on a terminal is rendered as Markdown; to a pipe it goes as the model wrote it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
+from tests.conftest import RunCli
 from tests.loopback import LoopbackServer, text_stream, tool_stream
 from tests.terminal import Terminal
 
@@ -83,19 +87,30 @@ def test_repl_after_a_resize_wraps_at_the_new_width(
     assert missing(SHOWN, terminal.flat_text()) == []
 
 
-def test_streamed_one_shot_answer_at_40_columns_loses_no_word(
-    make_terminal: MakeTerminal, loopback: LoopbackServer
+@pytest.mark.parametrize("columns", [80, 40])
+def test_a_one_shot_answer_on_a_terminal_is_rendered_as_markdown(
+    make_terminal: MakeTerminal, loopback: LoopbackServer, columns: int
 ) -> None:
-    loopback.queue(text_stream(ANSWER, pieces=12))
-    terminal = make_terminal("run", "--chapter", "2", "--prompt", "explain", columns=40)
+    loopback.queue(text_stream(f"**Found** three files.\n\n{ANSWER}", pieces=12))
+    terminal = make_terminal("run", "--chapter", "2", "--prompt", "explain", columns=columns)
 
     assert terminal.wait_for_exit() == 0
 
-    sent_as_is = (PARAGRAPH, BULLET, CODE_LINE.format(code="`make test`"))
-    # Plain text, broken between words as it streams: read with the line ends as spaces,
-    # every sentence is whole (a word cut at the edge would read as two).
-    assert missing(sent_as_is, terminal.flat_text()) == []
-    assert all(len(line) <= 40 for line in terminal.lines())
+    # Bold without its asterisks, bullets as •, code without backticks; no word cut.
+    assert missing(("Found three files.", *SHOWN), terminal.flat_text()) == []
+    assert "**" not in terminal.text() and "`" not in terminal.text()
+    assert all(len(line) <= columns for line in terminal.lines())
+
+
+def test_a_one_shot_answer_in_a_pipe_is_the_markdown_as_written(
+    run_cli: RunCli, loopback: LoopbackServer
+) -> None:
+    loopback.queue(text_stream(f"**Found** three files.\n\n{ANSWER}"))
+
+    result = run_cli("run", "--chapter", "2", "--prompt", "explain")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == f"**Found** three files.\n\n{ANSWER}"
 
 
 def test_the_toolbar_fits_an_80_column_terminal_with_a_long_model_name(
@@ -106,9 +121,9 @@ def test_the_toolbar_fits_an_80_column_terminal_with_a_long_model_name(
         "run", "--chapter", "8", columns=80, env={"AGENT_TUTORIAL_MODEL": model}
     )
 
-    terminal.wait_for(lambda: "of summary" in terminal.lines()[-1], "the whole toolbar")
+    terminal.wait_for(lambda: "of summary" in terminal.toolbar(), "the whole toolbar")
 
-    toolbar = terminal.lines()[-1]
+    toolbar = terminal.toolbar()
     assert toolbar.startswith(" ch8 · ask · sandbox ")  # the modes before the model's name
     assert len(toolbar.rstrip()) < 80
 
@@ -148,3 +163,6 @@ def test_an_answer_taller_than_the_terminal_shows_every_paragraph_once(
     shown = terminal.flat_text()
 
     assert [shown.count(paragraph) for paragraph in paragraphs] == [1] * 40
+    # The screen has scrolled: the prompt is near its foot, the toolbar right under it.
+    terminal.wait_for(lambda: terminal.toolbar().startswith(" ch2 · "), "the toolbar")
+    assert terminal.screen.cursor.y >= 10

@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import RunCli
 from tests.loopback import LoopbackServer, conversation, text_stream, tool_stream
 from tests.terminal import Terminal, run_on_two_terminals
+from tests.test_artifact_origins import call_line, persisted, tool_line, write_session
 from tests.test_artifacts_cli import artifacts, transcript_bytes, write_aged
 from tests.test_demo_model import large_project
 
@@ -87,11 +88,11 @@ def test_no_color_makes_the_prompt_and_the_toolbar_plain(
     columns: int,
 ) -> None:
     terminal = make_terminal("run", "--chapter", "8", *flags, env=env, columns=columns)
-    terminal.wait_for(lambda: "of summary" in terminal.lines()[-1], "the toolbar")
     terminal.wait_for_prompt()
+    terminal.wait_for(lambda: "of summary" in terminal.toolbar(), "the toolbar")
 
     prompt = colours_of(terminal, terminal.screen.cursor.y, "›")
-    share = colours_of(terminal, -1, "0% of summary")
+    share = colours_of(terminal, terminal.screen.cursor.y + 1, "0% of summary")
 
     assert (prompt, share) == (({"default"}, {"default"}) if plain else ({"cyan"}, {"green"}))
 
@@ -150,7 +151,7 @@ def test_context_at_40_columns_lists_the_layers_in_order_under_a_heading(
 
     lines = terminal.lines()
     shown = lines[lines.index("› /context") :]
-    layers = [line.split()[0] for line in shown if re.match(r"   \w+ +\d+×", line)]
+    layers = [line.split()[0] for line in shown if re.match(r"   \w+ +[\d,]+ \w+ in \d", line)]
     assert layers == ["persist", "snip", "micro", "summary"]
     assert any(re.match(r" compaction +by layer, in the order", line) for line in shown)
     assert units_split(shown) == []
@@ -207,6 +208,11 @@ def test_artifacts_list_on_a_terminal_fits_and_ends_no_line_in_spaces(
     directory = artifacts(workspace)
     write_aged(directory / "tool-result-call-abc123.txt", b"x" * 45_000, age_days=1)
     write_aged(directory / "transcript-0a1b2c3d4e5f.jsonl", transcript_bytes(), age_days=0)
+    write_session(
+        workspace,
+        call_line("c1", "read_file", {"path": "logs/big1.log"}),
+        tool_line("c1", persisted("tool-result-call-abc123.txt")),
+    )
 
     run = run_on_two_terminals(["artifacts", "list"], cwd=workspace, env={"COLUMNS": str(columns)})
 
@@ -215,6 +221,7 @@ def test_artifacts_list_on_a_terminal_fits_and_ends_no_line_in_spaces(
     assert [line for line in lines if line != line.rstrip()] == []
     assert max(len(line) for line in lines) <= columns
     assert "call-abc123" in " ".join(lines) and "0a1b2c3d4e5f" in " ".join(lines)
+    assert "  read_file logs/big1.log" in lines  # what made it, under its row
 
 
 def test_artifacts_list_in_a_pipe_ends_no_line_in_spaces(run_cli: RunCli, workspace: Path) -> None:

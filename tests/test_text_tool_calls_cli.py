@@ -369,7 +369,9 @@ def test_an_unknown_tool_calls_mode_is_a_usage_error(run_cli: RunCli) -> None:
     result = run_cli("run", "-c", "2", "-p", "hi", env={"AGENT_TUTORIAL_TOOL_CALLS": "json"})
 
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: invalid configuration: tool_calls: must be one of")
+    assert result.stderr.startswith(
+        "error: invalid configuration in the environment: AGENT_TUTORIAL_TOOL_CALLS: must be one of"
+    )
 
 
 def test_the_temperature_reaches_every_request_only_when_set(

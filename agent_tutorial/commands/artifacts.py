@@ -17,16 +17,19 @@ artifacts_app = typer.Typer(help="Chapter 8's persisted tool results and transcr
 
 @artifacts_app.command("list")
 def artifacts_list() -> None:
-    """Every artifact in .agent_tutorial/artifacts, newest first."""
+    """Every artifact in .agent_tutorial/artifacts, newest first, with what made it: the
+    tool call whose result it holds, or the summary a transcript preceded."""
+    from agent_tutorial.artifact_view import artifact_table
     from agent_tutorial.features.artifact_catalog import list_artifacts
-    from agent_tutorial.render import artifact_table, make_consoles
+    from agent_tutorial.render import make_consoles
 
     out, _ = make_consoles()
-    found = list_artifacts(current_project().root)
+    root = current_project().root
+    found = list_artifacts(root)
     if not found:
         out.print("no artifacts yet (chapter 8 writes them when results are large)")
         return
-    out.print(artifact_table(found))
+    out.print(artifact_table(found, root))
 
 
 @artifacts_app.command("show")
@@ -34,11 +37,13 @@ def artifacts_show(
     reference: Annotated[str, typer.Argument(help="An id, id prefix, file name or path.")],
     raw: Annotated[bool, typer.Option("--raw", help="Print the stored bytes as they are.")] = False,
 ) -> None:
-    """Print one artifact in full (a transcript as a table unless --raw). A tool's output
-    may hold escape sequences: they are shown as text (`\\x1b`) unless --raw. An unknown or
-    ambiguous reference is a usage error (`ArtifactLookupError`)."""
+    """Print one artifact in full (a transcript as a table unless --raw), through $PAGER
+    or less when taller than the terminal. A tool's output may hold escape sequences: they
+    are shown as text (`\\x1b`) unless --raw. An unknown or ambiguous reference is a usage
+    error (`ArtifactLookupError`)."""
+    from agent_tutorial.artifact_view import show_artifact
     from agent_tutorial.features.artifact_catalog import find_artifact
-    from agent_tutorial.render import make_consoles, messages_table, transcript_records
+    from agent_tutorial.render import make_consoles
 
     out, _ = make_consoles()
     try:
@@ -50,13 +55,7 @@ def artifacts_show(
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    if info.kind != "transcript":
-        from agent_tutorial.core.text import printable
-
-        sys.stdout.write(printable(data.decode("utf-8", "surrogateescape")))
-        sys.stdout.flush()
-        return
-    out.print(messages_table(transcript_records(data), title=info.relative_path))
+    show_artifact(out, info, data)
 
 
 @artifacts_app.command("prune")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
+from agent_tutorial.commands.help_format import fit_help_to_the_terminal
 from agent_tutorial.core.errors import EXIT_FAILURE, EXIT_USAGE, AgentTutorialError
 
 if TYPE_CHECKING:  # rich is imported only when something is printed: start-up stays light
@@ -44,7 +45,11 @@ class CommandFailed(AgentTutorialError):
 class FailureEdge(TyperGroup):
     """The app's group: an `AgentTutorialError` from any command below it is printed as one
     line and exits with the error's code; nothing else is caught (a bug keeps its
-    traceback)."""
+    traceback). Its help, and every command's below it, fits the terminal's width."""
+
+    def __init__(self, **attributes: Any) -> None:
+        super().__init__(**attributes)
+        fit_help_to_the_terminal(self)
 
     # `Any`: the base class types it as typer's private copy of click's Context.
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
@@ -83,8 +88,23 @@ def _usage_errors_as_ours(ctx: Any) -> Iterator[None]:
             raise
         refused = getattr(error, "ctx", None) or ctx
         typer.echo(f"{refused.get_usage()}\n{_help_hint(refused)}", err=True)
+        in_our_words(error)
         print_error(_error_console(ctx), error.format_message())
         raise typer.Exit(EXIT_USAGE) from None
+
+
+def in_our_words(error: typer.TyperException) -> None:
+    """A flag's value refused by the validation typer hands it to is said as a setting's
+    is (`must be at least 1 (got 0)`), not in the library's words (`Input should be…`,
+    `Value error, …`)."""
+    from pydantic import ValidationError
+
+    cause = error.__cause__
+    if isinstance(cause, ValidationError) and isinstance(error, typer.BadParameter):
+        from agent_tutorial.config_wording import config_value_problem
+
+        problems = cause.errors(include_url=False)
+        error.message = "; ".join(config_value_problem(item, as_typed=True) for item in problems)
 
 
 def _help_hint(ctx: Any) -> str:

@@ -155,17 +155,21 @@ def _with_strategy(settings: Settings, strategy: CompactionStrategy | None) -> S
 def _renderer(
     options: RunOptions, out: Console, err: Console, *, interactive: bool
 ) -> TerminalRenderer:
-    """The REPL streams and renders markdown; a one-shot run streams its answer only as
-    text to a terminal (otherwise it is written whole at the end, or as JSON)."""
+    """An answer shown on a terminal (the REPL's, or a one-shot run's text) streams and is
+    rendered as Markdown: `**Found**` reads as bold, not as asterisks; the REPL repaints
+    it as it grows, a one-shot run prints each block once complete. To a pipe it is
+    written whole at the end, as the model wrote it, or as JSON."""
     from agent_tutorial.render import TerminalRenderer
 
     text_output = options.output_format is OutputFormat.text
+    on_terminal = interactive or (text_output and out.is_terminal)
     return TerminalRenderer(
         out,
         err,
-        stream_answer=interactive or (text_output and out.is_terminal),
+        stream_answer=on_terminal,
         verbose=options.verbose,
-        markdown=interactive,
+        markdown=on_terminal,
+        live=interactive,
     )
 
 

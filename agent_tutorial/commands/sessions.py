@@ -101,10 +101,12 @@ def sessions_prune(
 def sessions_show(
     session_id: Annotated[str, typer.Argument(help="An id or unique prefix.")],
 ) -> None:
-    """One session's conversation as a table. A damaged session shows the lines that still
-    read, marks the ones that do not, and exits 1."""
+    """One session's conversation as a table (through $PAGER or less when taller than the
+    terminal). A damaged session shows the lines that still read, marks the ones that do
+    not, and exits 1."""
     from agent_tutorial.core.messages import to_wire
     from agent_tutorial.features.sessions import SessionError, load_session
+    from agent_tutorial.paging import print_paged
     from agent_tutorial.render import make_consoles, messages_table
 
     out, _ = make_consoles()
@@ -114,7 +116,7 @@ def sessions_show(
     except (SessionError, OSError) as error:
         _print_what_still_reads(out, path)
         raise CommandFailed(str(error), EXIT_FAILURE) from None
-    out.print(messages_table([to_wire(m) for m in loaded.history], title=path.name))
+    print_paged(out, messages_table([to_wire(m) for m in loaded.history], title=path.name))
 
 
 def _print_what_still_reads(out: Console, path: Path) -> None:

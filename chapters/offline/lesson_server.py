@@ -173,10 +173,20 @@ def run_lesson(chapter: int, prompt: str, lesson_options: Sequence[str], keep: b
     except KeyboardInterrupt:  # the lesson, in the same process group, says it was interrupted
         return 130
     finally:
-        if keep:
-            print(f"the workspace is kept: {workspace}", file=sys.stderr)
-        else:
+        print(_workspace_fate(chapter, workspace, keep), file=sys.stderr)
+        if not keep:
             shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _workspace_fate(chapter: int, workspace: Path, keep: bool) -> str:
+    """The last line: the paths the lesson printed are inside `workspace`, so say whether
+    it is still there to look at, and how to keep it next time."""
+    if keep:
+        return f"the workspace is kept: {workspace} (the paths above are inside it)"
+    return (
+        f"the workspace {workspace} is deleted; `make lesson N={chapter} ARGS=--keep` "
+        "keeps it, with the files the paths above name"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

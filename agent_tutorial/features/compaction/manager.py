@@ -277,6 +277,9 @@ class CompactionManager:
         a new summary (after a resume: the restored summary plus what follows it). For
         `/context` and the toolbar: it reports nothing, writes nothing, and is remembered
         until the history grows or the summary changes, so a redraw costs nothing."""
+        return self._preview(history).request.utf8_bytes
+
+    def _preview(self, history: History) -> _Prepared:
         self._follow_window()
         self._sync(history)
         previewed = self._previewed
@@ -284,7 +287,14 @@ class CompactionManager:
             request = self._layers.build(self._lead(), self._budget.history_bytes())
             previewed = _Prepared(request, self._summary, self._index, len(self._index.messages))
             self._previewed = previewed
-        return previewed.request.utf8_bytes
+        return previewed
+
+    def continue_from(self, history: History) -> None:
+        """`history` (a resumed or rewound conversation) was compacted and reported by the
+        run that made it: snip and micro count from what it holds, so this run reports only
+        what it newly omits or clears (`micro: 1 result cleared`, not the earlier run's
+        twelve again). Call after `restore_summary`."""
+        self._report.already_reported(self._preview(history).request)
 
     def for_subagent(self) -> FullContext:
         """A subagent's policy: its large results are persisted here too, so a child cannot

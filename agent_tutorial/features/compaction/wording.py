@@ -85,24 +85,31 @@ def breaker_opened(failures: int) -> Notice:
 
 class CheapLayerReport:
     """Tells what snip and micro newly did: only when their count grew since the last
-    request, so a long session does not repeat the same line on every request."""
+    request, so a long session does not repeat the same line on every request. Each event
+    says what that step did, in its text and its count alike (`micro: 1 result cleared`,
+    count 1), so the lines, the totals and stream-json add up to the same numbers."""
 
     def __init__(self) -> None:
         self._previous = LayeredRequest(messages=(), utf8_bytes=0)
 
+    def already_reported(self, request: LayeredRequest) -> None:
+        """`request` is where the counting starts: what it omits and clears was reported
+        before (by the run that made a resumed conversation, say)."""
+        self._previous = request
+
     def events(self, request: LayeredRequest) -> list[CompactionApplied]:
         previous, self._previous = self._previous, request
         events = []
-        omitted, was_omitted = request.snip_omitted_groups, previous.snip_omitted_groups
-        if omitted > was_omitted:
+        omitted = request.snip_omitted_groups - previous.snip_omitted_groups
+        if omitted > 0:
             saved = max(0, request.snip_bytes_saved - previous.snip_bytes_saved)
             text = f"snip: {omitted:,} {_plural(omitted, 'group')} omitted"
-            events.append(CompactionApplied("snip", text, omitted - was_omitted, saved))
-        cleared, was_cleared = request.micro_cleared_results, previous.micro_cleared_results
-        if cleared > was_cleared:
+            events.append(CompactionApplied("snip", text, omitted, saved))
+        cleared = request.micro_cleared_results - previous.micro_cleared_results
+        if cleared > 0:
             saved = max(0, request.micro_bytes_saved - previous.micro_bytes_saved)
             text = f"micro: {cleared:,} {_plural(cleared, 'result')} cleared"
-            events.append(CompactionApplied("micro", text, cleared - was_cleared, saved))
+            events.append(CompactionApplied("micro", text, cleared, saved))
         return events
 
 
