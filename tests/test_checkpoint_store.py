@@ -188,3 +188,34 @@ def test_a_name_that_is_not_utf8_is_recorded_and_restored_by_its_bytes(workspace
     assert sorted(store.manifest(first.digest)) == [name]
     assert (workspace / name).read_text() == "before"
     assert name in [path.name for path in workspace.iterdir()]  # the same bytes on disk
+
+
+def synced_during(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The paths `os.fsync` is called on from now, read from each descriptor."""
+    synced: list[Path] = []
+    real_fsync = os.fsync
+
+    def watched_fsync(fd: int) -> None:
+        synced.append(Path(f"/proc/self/fd/{fd}").readlink())
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", watched_fsync)
+    return synced
+
+
+def test_a_new_object_its_new_folder_and_the_folders_names_are_synced(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = store_for(workspace)
+    store.snapshot(workspace)  # an empty tree: its object and folder exist from now
+    (workspace / "a.txt").write_text("a turn's one change")
+    synced = synced_during(monkeypatch)
+
+    store.snapshot(workspace)
+
+    objects = store.directory / "objects"
+    new_folders = {path.parent for path in synced if path.parent.parent == objects}
+    assert new_folders, synced  # the change made at least one object in a new folder
+    for folder in new_folders:
+        assert folder in synced  # its entries: the object's name
+    assert objects in synced  # its entries: the new folders' names

@@ -251,7 +251,12 @@ class CheckpointStore:
         digest = _digest(data)
         if not self._has(digest):
             target = self._object_path(digest)
-            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                target.parent.mkdir(mode=0o700, parents=True)
+            except FileExistsError:
+                pass
+            else:  # a new folder's name in objects/ must reach the disk with its object
+                self._written.append(target.parent)
             _publish(target, zlib.compress(data, 1))
             self._written.append(target)
         return digest
@@ -578,8 +583,8 @@ snapshot's thousands) with one `sync` of everything, far cheaper than thousands 
 
 
 def _make_durable(written: Sequence[Path]) -> None:
-    """The snapshot's new objects, and their names, on disk before a record can name
-    them: after a crash an object must be whole or absent, never empty under its name."""
+    """The snapshot's new objects and folders, and their names, on disk before a record can
+    name them: after a crash an object must be whole or absent, never empty under its name."""
     if len(written) > DURABLE_ONE_BY_ONE:
         os.sync()
         return
