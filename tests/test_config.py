@@ -598,33 +598,21 @@ def test_a_permissions_setting_that_is_not_a_table_is_a_configuration_error(
         load_settings(workspace, trusted=True)
 
 
-def test_a_value_from_a_settings_own_variable_is_named_by_that_variable(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "variable", ["AGENT_TUTORIAL_CONTEXT_WINDOW", "AGENT_TUTORIAL_CONTEXT_WINDOW_TOKENS"]
+)
+def test_a_value_refused_from_the_environment_is_named_by_its_variable(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, variable: str
 ) -> None:
-    monkeypatch.setenv("AGENT_TUTORIAL_CONTEXT_WINDOW", "5")  # the window's name, not the field's
+    """The setting's own variable, or AGENT_TUTORIAL_<FIELD>, which pydantic-settings reads
+    as well where the field has another name: the message names the one the value was in."""
+    monkeypatch.setenv(variable, "5")
 
     with pytest.raises(ConfigError) as refused:
         load_settings(workspace)
 
     assert str(refused.value) == (
-        "invalid configuration in the environment: AGENT_TUTORIAL_CONTEXT_WINDOW: "
-        "must be at least 256 (got '5')"
-    )
-
-
-def test_a_value_from_the_fields_own_variable_is_named_by_it_too(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """pydantic-settings reads AGENT_TUTORIAL_<FIELD> as well, where the field has another
-    name: a value refused there is named by the variable it came from."""
-    monkeypatch.setenv("AGENT_TUTORIAL_CONTEXT_WINDOW_TOKENS", "5")
-
-    with pytest.raises(ConfigError) as refused:
-        load_settings(workspace)
-
-    assert str(refused.value) == (
-        "invalid configuration in the environment: AGENT_TUTORIAL_CONTEXT_WINDOW_TOKENS: "
-        "must be at least 256 (got '5')"
+        f"invalid configuration in the environment: {variable}: must be at least 256 (got '5')"
     )
 
 

@@ -81,6 +81,16 @@ def tls_loopback(certificate: Path) -> Iterator[LoopbackServer]:
         server.stop()
 
 
+def adapter_for(server: LoopbackServer) -> OpenAIChatModel:
+    return OpenAIChatModel(
+        base_url=server.base_url,
+        api_key=TEST_API_KEY,
+        model=LOOPBACK_MODEL,
+        redaction=key_redactor(),
+        max_retries=0,
+    )
+
+
 @pytest.mark.parametrize("trusted", [True, False])
 def test_an_https_endpoint_is_verified_against_the_systems_certificates(
     tls_loopback: LoopbackServer,
@@ -93,13 +103,7 @@ def test_an_https_endpoint_is_verified_against_the_systems_certificates(
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
     bounded_transport._system_trust.cache_clear()  # they are read when first needed
     tls_loopback.queue(text_stream("over tls"))
-    adapter = OpenAIChatModel(
-        base_url=tls_loopback.base_url,
-        api_key=TEST_API_KEY,
-        model=LOOPBACK_MODEL,
-        redaction=key_redactor(),
-        max_retries=0,
-    )
+    adapter = adapter_for(tls_loopback)
 
     try:
         with adapter:
@@ -119,13 +123,7 @@ def test_certificates_that_cannot_be_loaded_are_a_failed_connection_saying_why(
 ) -> None:
     monkeypatch.setenv("SSL_CERT_FILE", str(certificate.parent))  # a folder, not a file
     bounded_transport._system_trust.cache_clear()
-    adapter = OpenAIChatModel(
-        base_url=tls_loopback.base_url,
-        api_key=TEST_API_KEY,
-        model=LOOPBACK_MODEL,
-        redaction=key_redactor(),
-        max_retries=0,
-    )
+    adapter = adapter_for(tls_loopback)
 
     try:
         with adapter, pytest.raises(ConnectionFailedError) as caught:
