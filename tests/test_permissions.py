@@ -31,12 +31,14 @@ from agent_tutorial.core.permissions import (
     ApprovalRequest,
     Decision,
     DecisionRecord,
+    DeclinedWithInstructions,
     PermissionPolicy,
     PermissionRule,
     merge_decisions,
 )
 from agent_tutorial.core.sandbox import SandboxMode, SandboxPolicy
 from agent_tutorial.core.tools import (
+    FileChange,
     ParsedCall,
     ToolDefinition,
     ToolRegistry,
@@ -709,6 +711,30 @@ def test_approval_request_carries_the_call(workspace: Path) -> None:
     assert "write" in request.reason
 
 
+def test_an_approval_request_carries_the_change_a_previewing_tool_would_make(
+    workspace: Path,
+) -> None:
+    def preview(arguments: PathInput) -> FileChange:
+        return FileChange(arguments.path, None, arguments.content)
+
+    previewing = ToolDefinition(
+        "write_file", "Write a file.", PathInput, _write, "write", "path", preview=preview
+    )
+    call = tool_call("call_1", "write_file", '{"path": "a.txt", "content": "hello"}')
+    with_preview = ToolRegistry([previewing]).parse(call)
+    assert isinstance(with_preview, ParsedCall), with_preview
+    approver = ScriptedApprover("yes", "yes")
+    policy = PermissionPolicy(Workspace(workspace), approver=approver)
+
+    policy.authorize(with_preview)
+    policy.authorize(parse("write_file", path="a.txt", content="hello"))  # no preview
+
+    assert [asked.change for asked in approver.requests] == [
+        FileChange("a.txt", None, "hello"),
+        None,
+    ]
+
+
 def test_an_approval_request_says_how_the_command_will_be_confined(workspace: Path) -> None:
     approver = ScriptedApprover("yes", "yes")
     policy = PermissionPolicy(Workspace(workspace), approver=approver)
@@ -800,6 +826,22 @@ def test_user_saying_no_denies_with_a_reason_the_model_can_read(workspace: Path)
     result = policy.before_call(parse("bash", command="make deploy"))
     assert isinstance(result, ToolResult)
     assert result.content == "Error [permission_denied]: the user declined this bash call"
+
+
+def test_user_declining_with_instructions_denies_with_their_words(workspace: Path) -> None:
+    answer = DeclinedWithInstructions("run make test first")
+    policy = PermissionPolicy(Workspace(workspace), approver=ScriptedApprover(answer))
+
+    record = policy.authorize(parse("bash", command="make deploy"))
+
+    assert record == DecisionRecord(
+        "deny",
+        "the user declined this bash call and says instead: run make test first",
+        "user",
+        "bash",
+        "make deploy",
+        "call_1",
+    )
 
 
 def test_yes_approves_only_that_call(workspace: Path) -> None:
