@@ -236,6 +236,15 @@ def test_a_window_holder_never_widens_and_clamps_the_cap() -> None:
         window.learn(0)
 
 
+def test_a_window_holder_learns_a_window_of_one_token_but_not_of_none() -> None:
+    window = ContextWindow(max_output_tokens=8_192)
+
+    with pytest.raises(ValueError, match=r"^the context window must be positive, got 0$"):
+        window.learn(0)
+    assert window.learn(1) is True
+    assert (window.tokens, window.output_cap_tokens) == (1, 1)
+
+
 @pytest.mark.parametrize(("tokens", "max_output_tokens"), [(0, 8_192), (-1, 8_192), (4_096, 0)])
 def test_a_window_holder_refuses_a_size_that_is_not_positive(
     tokens: int, max_output_tokens: int
