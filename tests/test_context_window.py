@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from agent_tutorial.adapters.context_probe import MAX_ANSWER_BYTES, probe_context_window
@@ -18,7 +19,7 @@ from agent_tutorial.config import Settings, load_settings
 from agent_tutorial.core.messages import user_message
 from agent_tutorial.core.model import PromptTooLongError, ToolSpec, Usage, make_request
 from agent_tutorial.core.window import ContextWindow
-from agent_tutorial.features.compaction import CompactionSettings
+from agent_tutorial.features.compaction import CompactionSettings, history_utf8_bytes
 from agent_tutorial.features.compaction.budget import TokenCalibration, WindowSize
 from agent_tutorial.features.context_window import (
     ContextMeter,
@@ -481,6 +482,32 @@ def test_a_refusal_calibrates_by_its_stated_count_and_an_agent_request_is_told_o
     assert meter.calibration.observations == (0 if count is None else 1)
     expected = TokenCalibration().bytes_per_token if count is None else size / count
     assert meter.calibration.bytes_per_token == expected
+
+
+@pytest.mark.parametrize(
+    ("window", "text"), [(None, "≈3,000 tok"), (12_000, "≈3,000 tok, 25% of window")]
+)
+def test_the_meter_shows_a_request_in_tokens_and_its_share_of_a_known_window(
+    window: int | None, text: str
+) -> None:
+    meter = ContextMeter(ContextWindow(window, max_output_tokens=8_192))
+    meter.calibration.learn_from_refusal(4_000, 1_000)  # 4 bytes a token
+
+    assert meter.request_text(12_000) == text
+
+
+READ_FILE = ToolSpec("read_file", "Read a file.", {"type": "object"})
+
+
+@pytest.mark.parametrize(
+    ("tools", "schema_bytes"), [((), 0), ((READ_FILE,), len(orjson.dumps([READ_FILE.to_wire()])))]
+)
+def test_a_request_counts_its_tool_schemas_and_no_schema_list_without_tools(
+    tools: tuple[ToolSpec, ...], schema_bytes: int
+) -> None:
+    messages = [user_message("hi")]
+
+    assert request_utf8_bytes(messages, tools) == history_utf8_bytes(messages) + schema_bytes
 
 
 def test_an_overflow_that_states_no_window_leaves_it_unknown() -> None:
