@@ -14,7 +14,7 @@ import stat
 import sys
 import tracemalloc
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TypeAlias
 
 import pytest
@@ -30,8 +30,10 @@ from agent_tutorial.folder_trust import (
     MAX_STORE_BYTES,
     TRUST_FILE,
     TrustStoreError,
+    changed_since_trusted,
     is_trusted,
     record_trust,
+    setting_digests,
     trust_store_path,
 )
 from tests.conftest import TEST_API_KEY, RunCli, serving, write_state
@@ -744,6 +746,26 @@ def test_the_hash_follows_the_powerful_settings_not_the_plain_ones(workspace: Pa
     changed = read_project_settings(workspace).digest
 
     assert first == same != changed
+
+
+def test_a_setting_whose_tables_only_moved_is_not_named_as_changed(workspace: Path) -> None:
+    stop, guard = [{"command": "make lint"}], [{"matcher": "bash", "command": "./guard"}]
+    record_trust(workspace, "digest", {"hooks": {"PreToolUse": guard, "Stop": stop}})
+
+    moved = {"hooks": {"Stop": stop, "PreToolUse": guard}}
+    edited = {"hooks": {"Stop": [{"command": "make all"}], "PreToolUse": guard}}
+
+    assert changed_since_trusted(workspace, moved) == []
+    assert changed_since_trusted(workspace, edited) == ["hooks"]
+
+
+def test_a_value_json_has_no_form_for_is_hashed_as_its_text() -> None:
+    # No setting read from config.toml or .env holds such a value today (TOML's dates
+    # orjson writes itself); should one, it still gets a hash rather than an error.
+    as_path = setting_digests({"base_url": PurePosixPath("/v1")})
+
+    assert as_path == setting_digests({"base_url": "/v1"})
+    assert as_path != setting_digests({"base_url": "/v2"})
 
 
 def test_the_sandbox_settings_join_the_powerful_ones_by_name() -> None:

@@ -361,8 +361,12 @@ ANSWER_SECRETS = {"sk-test-secret-0123456789": "OPENAI_API_KEY", PASSPHRASE: "VA
         ("-----BEGIN RSA PRIVATE KEY-----\nMII", "MII"),
         ("-----BEGIN X\nsaid. ", ""),  # the header's line is over
         ("MII\n-----END RSA PRIV", "-----END RSA PRIV"),  # the block's end, on its line
+        # Held from the line's first marker, not its last.
+        ("MII\n-----END RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"),
+        ("rule:\n-----\nsaid. ", ""),  # a marker on a line already over is not looked at
         ("the word is correct hor", "correct hor"),  # a known value with spaces, begun
         ("the word is correct ", "correct "),
+        ("the word is ccorrect hor", "correct hor"),  # begun right after its first letter
         ("it is correct horse battery staple", "staple"),  # whole: only the word is held
     ],
 )
@@ -477,3 +481,36 @@ def test_a_token_still_growing_waits_for_its_end_up_to_the_hold(length: int, sho
 
     assert feed_in_pieces(mask, "sk-" + "a" * (length - 3)) == shown
     assert mask.finish() == ("[REDACTED:api_key]" if not shown else "")
+
+
+def test_a_pem_block_streamed_line_by_line_is_never_shown_before_its_end() -> None:
+    # After each line of base64 only a newline separates the match from the hold line: the
+    # next line of the key may be on its way, so the block waits whole.
+    lines = f"key:\n{PEM_BLOCK}\ndone".splitlines(keepends=True)
+    mask = AnswerMask(Redactor({}))
+
+    shown = [mask.feed(line) for line in lines]
+
+    assert shown == ["key:\n", *[""] * (len(lines) - 1)]
+    assert mask.finish() == "[REDACTED:private_key]\ndone"
+
+
+@pytest.mark.parametrize(
+    ("piece", "shown"),
+    [
+        ("the key sk-abcdefgh1234 is set ", "the key [REDACTED:api_key] is set "),
+        ("the key sk-abcdefgh1234 \n", "the key "),  # only whitespace after it: may go on
+    ],
+)
+def test_a_secret_is_passed_on_masked_once_a_word_follows_it(piece: str, shown: str) -> None:
+    mask = AnswerMask(Redactor({}))
+
+    assert mask.feed(piece) == shown
+
+
+def test_the_hold_limit_counts_a_token_s_own_length_not_where_it_starts() -> None:
+    prose = "word " * 700  # the token starts 3,500 characters into the piece
+    mask = AnswerMask(Redactor({}))
+
+    assert mask.feed(prose + "sk-abcdefgh1234") == prose
+    assert mask.feed("5678 done") + mask.finish() == "[REDACTED:api_key] done"
