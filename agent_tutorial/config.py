@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
+import json
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -412,8 +413,21 @@ class ProjectSettings:
     def digest(self) -> str:
         """What trusting the folder trusts: a hash of the powerful settings' values (their
         layout and comments may change), the hook scripts' contents among them."""
-        text = orjson.dumps(self.powerful, option=orjson.OPT_SORT_KEYS, default=str)
-        return hashlib.sha256(text).hexdigest()
+        return value_sha256(self.powerful)
+
+
+def value_sha256(value: Any) -> str:
+    """A hash of a setting's value as TOML or `.env` gave it: its JSON with the keys
+    sorted, so layout, comments and the order of a table do not count. orjson writes
+    nearly every value; what it refuses (an integer beyond 64 bits, which TOML allows, or
+    a lone surrogate from an `.env` byte) the standard library writes, so such a value is
+    hashed too instead of ending the run. Only values orjson refuses take that path: a
+    trusted folder's stored hashes stay valid."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+    except orjson.JSONEncodeError:
+        text = json.dumps(value, sort_keys=True, default=str).encode("ascii")
+    return hashlib.sha256(text).hexdigest()
 
 
 def read_project_settings(root: Path) -> ProjectSettings:

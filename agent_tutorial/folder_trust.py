@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 import secrets
 import stat
@@ -30,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from agent_tutorial.config import ConfigError, user_config_path
+from agent_tutorial.config import ConfigError, user_config_path, value_sha256
 
 TRUST_FILE = "trusted-projects.json"
 FORMAT_VERSION = 1
@@ -88,12 +87,7 @@ def changed_since_trusted(root: Path, powerful: Mapping[str, Any]) -> list[str]:
 def setting_digests(powerful: Mapping[str, Any]) -> dict[str, str]:
     """Each powerful setting by name, with a hash of its value (as `ProjectSettings.digest`
     hashes them all)."""
-    return {
-        name: hashlib.sha256(
-            orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
-        ).hexdigest()
-        for name, value in powerful.items()
-    }
+    return {name: value_sha256(value) for name, value in powerful.items()}
 
 
 def _key(root: Path) -> str:

@@ -5,7 +5,9 @@ settings apply always; trusting works, and a change to the powerful settings ask
 
 from __future__ import annotations
 
+import datetime
 import functools
+import hashlib
 import json
 import os
 import re
@@ -17,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import TypeAlias
 
+import orjson
 import pytest
 
 from agent_tutorial.config import (
@@ -25,6 +28,7 @@ from agent_tutorial.config import (
     Settings,
     load_settings,
     read_project_settings,
+    value_sha256,
 )
 from agent_tutorial.folder_trust import (
     MAX_STORE_BYTES,
@@ -200,6 +204,21 @@ def test_an_invalid_powerful_setting_of_an_untrusted_project_is_only_ignored(
 
     assert untrusted.exit_code == 0 and "ignored: permission_mode" in untrusted.stderr
     assert trusted.exit_code == 2 and "permission_mode" in trusted.stderr
+
+
+def test_an_integer_beyond_64_bits_in_a_powerful_setting_is_refused_not_a_traceback(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path
+) -> None:
+    # TOML's integers have no size limit; a hash that could not write one ended the run.
+    write_state(workspace, "config.toml", f"redact_secrets = {2**70}\n")
+    loopback.queue(text_stream("ok"))
+
+    untrusted = run_cli("run", "-c", "3", "-p", "hi")
+    trusted = run_cli("run", "-c", "3", "-p", "hi", "--trust-project")
+
+    assert untrusted.exit_code == 0 and "ignored: redact_secrets" in untrusted.stderr
+    assert trusted.exit_code == 2 and "redact_secrets" in trusted.stderr
+    assert "Traceback" not in untrusted.stderr + trusted.stderr
 
 
 # --- the key reaches only the user's endpoint ---------------------------------------------
@@ -766,6 +785,35 @@ def test_a_value_json_has_no_form_for_is_hashed_as_its_text() -> None:
 
     assert as_path == setting_digests({"base_url": "/v1"})
     assert as_path != setting_digests({"base_url": "/v2"})
+
+
+@pytest.mark.parametrize(
+    ("value", "same", "other"),
+    [
+        pytest.param(2**70, 2**70, 2**70 + 1, id="an integer beyond 64 bits"),
+        pytest.param(
+            {"b": [2**64], "a": datetime.date(2026, 1, 1)},
+            {"a": datetime.date(2026, 1, 1), "b": [2**64]},
+            {"a": datetime.date(2026, 1, 2), "b": [2**64]},
+            id="a table holding one, its keys moved, beside a TOML date",
+        ),
+        pytest.param("\udcff", "\udcff", "\udcfe", id="a lone surrogate from an .env byte"),
+    ],
+)
+def test_a_value_orjson_cannot_write_still_has_a_hash_of_its_own(
+    value: object, same: object, other: object
+) -> None:
+    assert setting_digests({"s": value}) == setting_digests({"s": same})
+    assert setting_digests({"s": value}) != setting_digests({"s": other})
+    assert value_sha256(value) == setting_digests({"s": value})["s"]
+
+
+def test_a_value_orjson_writes_keeps_the_hash_it_had() -> None:
+    # A folder trusted before the fallback existed is not asked about again.
+    value = {"PreToolUse": [{"matcher": "bash", "command": "./guard"}]}
+    written = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+    assert value_sha256(value) == hashlib.sha256(written).hexdigest()
 
 
 def test_the_sandbox_settings_join_the_powerful_ones_by_name() -> None:
