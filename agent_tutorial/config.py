@@ -676,8 +676,9 @@ def _added_up(values: list[Any]) -> list[Any] | None:
 
 def _with_named_key(settings: Settings, dotenv_lines: Mapping[str, str | None]) -> Settings:
     """Honour `api_key_env` when the key is kept in a variable other than OPENAI_API_KEY
-    (in the environment, or in the `.env` as read)."""
-    if settings.api_key is not None or settings.api_key_env == "OPENAI_API_KEY":
+    (in the environment, or in the `.env` as read). A key in OPENAI_API_KEY, in any
+    spelling, the sources have already read: then `api_key` is set and wins."""
+    if settings.api_key is not None:
         return settings
     value = os.environ.get(settings.api_key_env) or dotenv_lines.get(settings.api_key_env)
     if not value:
@@ -736,6 +737,6 @@ def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
 def _field_types(shape: object) -> dict[str, object]:
     if isinstance(shape, type) and issubclass(shape, BaseModel):
         return {name: field.annotation for name, field in shape.model_fields.items()}
-    if isinstance(shape, type) and dataclasses.is_dataclass(shape):
+    if dataclasses.is_dataclass(shape):  # a shape is an annotation, never an instance
         return {field.name: field.type for field in dataclasses.fields(shape)}
     return {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import re
 from dataclasses import fields
@@ -19,7 +21,9 @@ from agent_tutorial.config import (
     refuse_unusable_state_dir,
     user_config_path,
 )
+from agent_tutorial.core.mcp_servers import McpServerConfig
 from agent_tutorial.features.compaction import CompactionSettings
+from agent_tutorial.mcp_config import McpConfigError
 
 
 def write(path: Path, text: str) -> None:
@@ -110,6 +114,19 @@ def test_unknown_keys_in_the_dotenv_file_are_ignored(workspace: Path) -> None:
     write(workspace / ".agent_tutorial" / ".env", dotenv)
 
     assert load_settings(workspace).model == "m"
+
+
+@pytest.mark.parametrize(
+    ("line", "model"), [("AGENT_TUTORIAL_MODEL=", "from-toml"), ("AGENT_TUTORIAL_MODEL=m", "m")]
+)
+def test_an_empty_line_in_the_dotenv_file_leaves_the_setting_to_the_files_below(
+    workspace: Path, line: str, model: str
+) -> None:
+    """As an empty variable in the environment does (`env_ignore_empty`)."""
+    write(workspace / ".agent_tutorial" / "config.toml", 'model = "from-toml"\n')
+    write(workspace / ".agent_tutorial" / ".env", line + "\n")
+
+    assert load_settings(workspace).model == model
 
 
 def test_the_dotenv_lines_keep_every_variable_as_parsed(workspace: Path) -> None:
@@ -488,6 +505,27 @@ def test_openai_api_key_wins_over_the_variable_api_key_env_names(
     assert settings.api_key.get_secret_value() == "sk-the-users-own-key-456"
 
 
+@pytest.mark.parametrize(
+    "dotenv",
+    [
+        "OPENAI_API_KEY=sk-another-key-of-the-project\n",  # a key variable, another value
+        "NOT_THE_KEY_VARIABLE=sk-given-as-a-flag-000\n",  # the same value, another variable
+    ],
+)
+def test_a_key_no_key_variable_of_the_projects_env_holds_does_not_come_from_it(
+    workspace: Path, dotenv: str
+) -> None:
+    write(workspace / ".agent_tutorial" / ".env", dotenv)
+    project = read_project_settings(workspace)
+    flag = {"api_key": "sk-given-as-a-flag-000"}
+
+    settings = load_settings(workspace, flag, project=project, trusted=True)
+
+    assert settings.api_key is not None
+    assert settings.api_key.get_secret_value() == "sk-given-as-a-flag-000"
+    assert key_from_project_dotenv(settings, project) is None
+
+
 def test_no_key_or_the_demo_model_has_no_key_source(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -552,6 +590,29 @@ def test_a_project_file_that_is_not_utf8_is_refused_by_name(workspace: Path, nam
         read_project_settings(workspace)
 
     assert str(refused.value) == f"cannot read {path}: it is not UTF-8 text"
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (PermissionError(errno.EACCES, "Permission denied"), "Permission denied"),
+        (OSError("the disk is gone"), "the disk is gone"),  # no strerror: the error itself
+    ],
+)
+def test_a_dotenv_file_that_cannot_be_read_says_why(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, error: OSError, reason: str
+) -> None:
+    """Tests may run as root, whom no file mode keeps from reading: `read_dotenv` fails on cue."""
+
+    def unreadable(path: Path) -> None:
+        raise error
+
+    monkeypatch.setattr("agent_tutorial.config.read_dotenv", unreadable)
+
+    with pytest.raises(ConfigError) as refused:
+        read_project_settings(workspace)
+
+    assert str(refused.value) == f"cannot read {workspace / '.agent_tutorial' / '.env'}: {reason}"
 
 
 def test_a_table_in_the_env_file_that_is_not_json_names_the_file(workspace: Path) -> None:
@@ -645,3 +706,72 @@ def test_an_unknown_setting_is_named_with_the_closest_known_one_if_any(
         load_settings(workspace)
 
     assert str(refused.value) == f"invalid configuration in {config}: {problem}"
+
+
+# --- MCP servers: the user's checked where they are read, the project's files hashed -------
+
+
+def test_a_server_in_the_users_config_is_read(workspace: Path) -> None:
+    write(user_config_path(), '[mcp_servers.time]\ncommand = "mcp-server-time"\n')
+
+    servers = load_settings(workspace).mcp_servers
+
+    assert servers == {"time": McpServerConfig.model_validate({"command": "mcp-server-time"})}
+
+
+@pytest.mark.parametrize(
+    ("toml", "problem"),
+    [
+        ("mcp_servers = 3", "mcp_servers must be a table"),
+        (
+            "[mcp_servers.time]\nargs = ['a']",
+            "mcp_servers.time: Value error, give either command (a stdio server) "
+            "or url (an HTTP server)",
+        ),
+    ],
+)
+def test_a_bad_server_in_the_users_config_is_refused_naming_that_file(
+    workspace: Path, toml: str, problem: str
+) -> None:
+    write(user_config_path(), toml + "\n")
+
+    with pytest.raises(McpConfigError) as refused:
+        load_settings(workspace)
+
+    assert str(refused.value) == f"invalid configuration in {user_config_path()}: {problem}"
+
+
+def server_running(workspace: Path, script: str) -> None:
+    """A project whose one MCP server runs `python3 SCRIPT` (from the project root)."""
+    table = f'[mcp_servers.tools]\ncommand = "python3"\nargs = ["{script}"]\n'
+    state_file(workspace, "config.toml", table)
+
+
+def test_the_file_a_projects_server_runs_is_among_the_powerful_settings(
+    workspace: Path,
+) -> None:
+    script = workspace / "tools" / "server.py"
+    write(script, "print('serving')\n")
+    server_running(workspace, "tools/server.py")
+
+    powerful = read_project_settings(workspace).powerful
+
+    assert powerful["mcp server file tools/server.py"] == (
+        hashlib.sha256(script.read_bytes()).hexdigest()
+    )
+
+
+def test_trust_follows_the_file_a_projects_server_runs_and_no_other(workspace: Path) -> None:
+    server, other = workspace / "server.py", workspace / "notes.py"
+    write(server, "version = 1\n")
+    write(other, "version = 1\n")
+    server_running(workspace, "server.py")
+    trusted = read_project_settings(workspace).digest
+
+    other.write_text("version = 2\n")
+    other_changed = read_project_settings(workspace).digest
+    server.write_text("version = 2\n")
+    server_changed = read_project_settings(workspace).digest
+
+    assert other_changed == trusted
+    assert server_changed != trusted
