@@ -10,21 +10,35 @@ seen only through the extra mount that makes it visible again, which has tests o
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 import subprocess
+import sys
 import tempfile
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agent_tutorial.adapters.git_watch import SubmoduleWatch, git_marker_watch
+from agent_tutorial.adapters import sandbox_git
+from agent_tutorial.adapters.git_watch import (
+    GitMarkerWatch,
+    SubmoduleWatch,
+    _open_up,
+    _remove_submodule_git,
+    git_marker_watch,
+)
 from agent_tutorial.adapters.sandbox import SandboxPolicy, sandbox_available
 from agent_tutorial.adapters.sandbox_git import (
+    Repository,
     enclosing_repository,
     git_hooks_folder,
     repository_at,
+    submodule_markers,
 )
 from agent_tutorial.core.sandbox import SandboxMode
 from agent_tutorial.core.tools import ToolDefinition
@@ -369,6 +383,67 @@ def test_no_hooks_path_or_no_repository_is_no_git_hooks_folder(scratch: Path) ->
 
 
 @needs_git
+def test_an_empty_hooks_path_is_no_git_hooks_folder(scratch: Path) -> None:
+    # Not the repository's top, which `top / ""` would be.
+    top = scratch / "repository"
+    make_repository(top)
+    subprocess.run(["git", "-C", str(top), "config", "core.hooksPath", ""], check=True)
+
+    assert git_hooks_folder(top) is None
+
+
+@needs_git
+def test_a_hooks_path_that_is_not_utf8_is_kept_by_its_bytes(scratch: Path) -> None:
+    top = scratch / "repository"
+    make_repository(top)
+    setting = [b"git", b"-C", bytes(top), b"config", b"core.hooksPath", b"caf\xe9-hooks"]
+    subprocess.run(setting, check=True)
+
+    assert git_hooks_folder(top) == top.resolve() / os.fsdecode(b"caf\xe9-hooks")
+
+
+def fake_git(scratch: Path, monkeypatch: pytest.MonkeyPatch, program: str) -> None:
+    """The only git on PATH: a Python `program`."""
+    fake = scratch / "bin" / "git"
+    fake.parent.mkdir()
+    fake.write_text(f"#!{sys.executable}\n{program}")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake.parent))
+
+
+def test_git_asked_for_the_hooks_folder_reads_nothing_of_the_agents_input(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A git that answers with what it reads: the agent's own input holds a folder's name.
+    (scratch / "repository" / ".git").mkdir(parents=True)
+    fake_git(scratch, monkeypatch, "import sys\nprint(sys.stdin.read())\n")
+    reading, writing = os.pipe()
+    os.write(writing, b"from-the-agents-input\n")
+    os.close(writing)
+    agents_input = os.dup(0)
+    os.dup2(reading, 0)
+    try:
+        found = git_hooks_folder(scratch / "repository")
+    finally:
+        os.dup2(agents_input, 0)
+        os.close(agents_input)
+        os.close(reading)
+
+    assert found is None
+
+
+def test_a_git_that_does_not_answer_in_time_names_no_git_hooks_folder(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A git that would name `late-hooks` after a while: the agent does not wait for it.
+    (scratch / "repository" / ".git").mkdir(parents=True)
+    fake_git(scratch, monkeypatch, "import time\ntime.sleep(5)\nprint('late-hooks')\n")
+    monkeypatch.setattr(sandbox_git, "_GIT_CONFIG_TIMEOUT_S", 0.5)
+
+    assert git_hooks_folder(scratch / "repository") is None
+
+
+@needs_git
 def test_a_git_file_names_its_git_directory_and_common_directory(scratch: Path) -> None:
     main = make_repository(scratch / "main")
     subprocess.run(
@@ -401,6 +476,7 @@ def test_a_git_file_names_its_git_directory_and_common_directory(scratch: Path) 
         (main / "worktrees" / "linked").resolve(),
         main.resolve(),
     )
+    assert repository.git_dir == (main / "worktrees" / "linked").resolve()
 
 
 @pytest.mark.parametrize(
@@ -443,3 +519,263 @@ def test_a_git_file_naming_a_folder_holding_the_workspace_leaves_it_writable(
     assert (workspace / "ok.txt").read_text() == "ok\n"
     assert "Device or resource busy" in output or "Read-only file system" in output
     assert (workspace / ".git").read_text() == pointer
+
+
+@pytest.mark.parametrize("what", ["a dangling link", "a link loop", "a FIFO"])
+def test_a_git_that_leads_to_no_folder_is_a_repository_with_nothing_to_protect(
+    scratch: Path, what: str
+) -> None:
+    marker = scratch / ".git"
+    if what == "a dangling link":
+        marker.symlink_to(scratch / "nowhere")
+    elif what == "a link loop":
+        marker.symlink_to(marker)
+    else:
+        os.mkfifo(marker)
+
+    repository = repository_at(scratch)
+
+    assert repository == Repository(marker, ())
+    assert submodule_markers(repository) == ()
+
+
+def test_a_fifo_left_as_a_commondir_names_nothing_and_does_not_block(scratch: Path) -> None:
+    git = (scratch / ".git").resolve()
+    git.mkdir()
+    os.mkfifo(git / "commondir")
+
+    assert repository_at(scratch) == Repository(scratch / ".git", (git,), git)
+
+
+def test_a_huge_git_file_is_read_no_further_than_its_start(scratch: Path) -> None:
+    (scratch / "real").mkdir()
+    (scratch / ".git").write_text("gitdir: real\n")
+    os.truncate(scratch / ".git", 1 << 24)  # sparse: no disk is used
+    tracemalloc.start()
+    try:
+        repository = repository_at(scratch)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert repository is not None
+    assert repository.git_dir == (scratch / "real").resolve()
+    assert peak < 1 << 20
+
+
+def test_a_git_file_naming_a_folder_that_is_not_utf8_names_that_folder(scratch: Path) -> None:
+    folder = scratch / os.fsdecode(b"caf\xe9")
+    folder.mkdir()
+    (scratch / ".git").write_bytes(b"gitdir: caf\xe9\n")
+
+    repository = repository_at(scratch)
+
+    assert repository is not None
+    assert repository.folders == ((scratch / ".git").resolve(), folder.resolve())
+
+
+# Which submodules are watched ------------------------------------------------------------
+
+
+def add_gitlink(top: Path, path: str) -> None:
+    cacheinfo = f"160000,{'1' * 40},{path}"
+    subprocess.run(
+        ["git", "-C", str(top), "update-index", "--add", "--cacheinfo", cacheinfo], check=True
+    )
+
+
+@needs_git
+@pytest.mark.parametrize(("most", "depth"), [(2, 2), (3, 3)])
+def test_no_more_repositories_are_read_for_submodules_than_the_most(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch, most: int, depth: int
+) -> None:
+    # A chain: the top records a, a records b, b records c. Each repository read names one.
+    top = scratch / "repository"
+    folder = with_submodule(with_submodule(top, "a"), "b")
+    add_gitlink(folder, "c")
+    monkeypatch.setattr(sandbox_git, "_MAX_REPOSITORIES", most)
+
+    markers = submodule_markers(Repository(top / ".git", (), (top / ".git").resolve()))
+
+    assert markers == (top / "a/.git", top / "a/b/.git", top / "a/b/c/.git")[:depth]
+
+
+@needs_git
+def test_the_submodules_of_a_submodule_behind_a_link_are_not_read(scratch: Path) -> None:
+    # git does not step past the link; a command can replace it, so its own .git is kept.
+    top = scratch / "repository"
+    make_repository(top)
+    add_gitlink(top, "link/sub")
+    add_gitlink(with_submodule(scratch / "elsewhere", "sub"), "deep")
+    (top / "link").symlink_to(scratch / "elsewhere")
+
+    repository = repository_at(top)
+
+    assert repository is not None
+    assert submodule_markers(repository) == (top / "link/sub/.git",)
+
+
+@needs_git
+def test_a_submodule_that_is_the_top_repository_again_is_read_once(scratch: Path) -> None:
+    # b's .git names the top's own git directory; a, read after it, still counts.
+    top = scratch / "repository"
+    folder = with_submodule(top, "a")
+    add_gitlink(folder, "deep")
+    add_gitlink(top, "b")
+    (top / "b").mkdir()
+    (top / "b" / ".git").write_text("gitdir: ../.git\n")
+
+    repository = repository_at(top)
+
+    assert repository is not None
+    assert submodule_markers(repository) == (top / "a/.git", top / "b/.git", top / "a/deep/.git")
+
+
+@needs_git
+def test_a_submodule_path_that_leads_out_or_is_absolute_is_passed_over(scratch: Path) -> None:
+    # git records neither; a command could write an index that does. Same lengths as the
+    # paths git recorded, so each entry stays whole.
+    top = scratch / "repository"
+    make_repository(top)
+    for path in ("xabs/x", "xx/out", "z/sub"):
+        add_gitlink(top, path)
+    index = top / ".git" / "index"
+    index.write_bytes(
+        index.read_bytes().replace(b"xabs/x", b"/abs/x").replace(b"xx/out", b"../out")
+    )
+
+    repository = repository_at(top)
+
+    assert repository is not None
+    assert submodule_markers(repository) == (top / "z/sub/.git",)
+
+
+# Undoing, in process -----------------------------------------------------------------------
+
+
+def test_a_git_link_a_command_removed_is_put_back(scratch: Path) -> None:
+    target = scratch / "elsewhere"
+    target.mkdir()
+    workspace = scratch / "workspace"
+    workspace.mkdir()
+    (workspace / ".git").symlink_to(target)
+    watch = git_marker_watch(workspace)
+    assert watch is not None
+    (workspace / ".git").unlink()
+
+    note = watch.undo_change()
+
+    assert note == (
+        f"the command replaced the .git link (to {target}); the agent removed what replaced it "
+        "and put the link back"
+    )
+    assert (workspace / ".git").readlink() == target
+
+
+def test_a_git_the_agent_cannot_remove_is_said_to_be_left(scratch: Path) -> None:
+    # A name in /proc, which no one may remove, stands in for the .git a command made.
+    watch = GitMarkerWatch(Path("/proc/self/status"), None, scratch)
+
+    note = watch.undo_change()
+
+    assert note is not None
+    assert note.startswith(
+        f"the command made a .git here, which shadows the repository at {scratch}, and it "
+        "could not be removed: [Errno "
+    )
+    assert note.endswith("'status'; remove it before running git here")
+
+
+@needs_git
+@pytest.mark.parametrize("when", ["by the command", "before it"])
+def test_a_link_made_as_a_submodules_git_is_removed_not_followed(scratch: Path, when: str) -> None:
+    top = scratch / "repository"
+    folder = with_submodule(top, populated=False)
+    watch = SubmoduleWatch(top)
+    if when == "before it":
+        (folder / ".git").symlink_to(scratch / "nowhere")
+    look = watch.look()
+    assert look is not None
+    if when == "by the command":
+        (folder / ".git").symlink_to(scratch / "nowhere")
+
+    notes = watch.undo_changes(look)
+
+    if when == "by the command":
+        assert notes == [
+            f"the command made libs/sub/.git, which git run at {top} would obey as a "
+            "submodule's repository; the agent removed it"
+        ]
+        assert not os.path.lexists(folder / ".git")
+    else:
+        assert notes == []
+        assert (folder / ".git").readlink() == scratch / "nowhere"
+
+
+def test_a_submodules_git_whose_folder_is_gone_is_said_to_be_left(scratch: Path) -> None:
+    note = _remove_submodule_git(scratch, scratch / "libs" / "sub" / ".git")
+
+    assert note == (
+        f"the command made libs/sub/.git, which git run at {scratch} would obey as a "
+        f"submodule's repository, and it could not be removed: {scratch / 'libs' / 'sub'}; "
+        "remove it before running git there"
+    )
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+def shadow_without_rights(scratch: Path) -> list[Path]:
+    """scratch/shadow holding objects/pack and refs, each without any rights; returns them."""
+    folders = [scratch / "shadow" / "objects" / "pack", scratch / "shadow" / "refs"]
+    for folder in folders:
+        folder.mkdir(parents=True)
+    folders.insert(1, folders[0].parent)
+    for folder in folders:  # pack before objects: it could not be reached after
+        folder.chmod(0)
+    return folders
+
+
+def open_up(scratch: Path) -> None:
+    parent = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        _open_up("shadow", parent)
+    finally:
+        os.close(parent)
+
+
+def test_opening_up_gives_each_real_folder_its_owners_rights_and_nothing_else(
+    scratch: Path,
+) -> None:
+    folders = shadow_without_rights(scratch)
+    outside, beside = scratch / "outside", scratch / "beside"
+    for folder in (outside, beside):
+        folder.mkdir()
+        folder.chmod(0o755)
+    (scratch / "shadow" / "link").symlink_to(outside)
+
+    open_up(scratch)
+
+    assert [mode_of(folder) for folder in folders] == [0o700] * 3
+    assert mode_of(outside) == mode_of(beside) == 0o755
+
+
+def test_a_folder_whose_rights_cannot_be_given_back_is_passed_over(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As for a folder another user owns: chmod refuses it, and the others still get theirs.
+    _pack, objects, refs = shadow_without_rights(scratch)
+    real_chmod = os.chmod
+
+    def chmod(path: Any, mode: int, **options: Any) -> None:
+        if path == "objects":
+            raise PermissionError(errno.EPERM, "not the owner", path)
+        real_chmod(path, mode, **options)
+
+    monkeypatch.setattr(os, "chmod", chmod)
+
+    open_up(scratch)
+
+    assert (mode_of(objects), mode_of(refs)) == (0, 0o700)
+    objects.chmod(0o700)  # for the scratch folder's removal, by a user other than root

@@ -39,7 +39,8 @@ _MAX_INDEX_BYTES = 1 << 30
 
 
 class _NotAnIndex(ValueError):
-    """The bytes are not an index read with this object-name size."""
+    """The bytes are not an index read with this object-name size (never shown: it only
+    sends `_parsed` on to the next size, so it carries no message)."""
 
 
 def gitlinks(git_dir: Path) -> tuple[str, ...]:
@@ -86,10 +87,10 @@ def _read_index(data: bytes, hash_size: int) -> tuple[tuple[str, ...], str | Non
     """The gitlinks of an index read with `hash_size`, and the name of its shared index
     when it is split; `_NotAnIndex` when the bytes do not fit that reading."""
     if len(data) > _MAX_INDEX_BYTES or data[:4] != _SIGNATURE:
-        raise _NotAnIndex("no index signature")
+        raise _NotAnIndex  # too large, or no index signature
     version, count = struct.unpack_from(">II", data, 4)
     if version not in _VERSIONS:
-        raise _NotAnIndex(f"index version {version}")
+        raise _NotAnIndex  # a version git has not made
     position, previous, links = 12, b"", []
     for _ in range(count):
         position, previous, mode = _entry(data, position, version, hash_size, previous)
@@ -111,7 +112,7 @@ def _entry(
         drop, name_at = _varint(data, name_at)
         end = data.index(b"\0", name_at)
         if drop > len(previous):
-            raise _NotAnIndex("a path drops more than the previous one holds")
+            raise _NotAnIndex  # a path drops more than the previous one holds
         path = previous[: len(previous) - drop] + data[name_at:end]
         following = end + 1
     else:
@@ -119,9 +120,9 @@ def _entry(
         path = data[name_at:end]
         following = start + ((name_at - start + len(path) + 8) & ~7)
         if any(data[end:following]):
-            raise _NotAnIndex("an entry's padding is not NUL")
+            raise _NotAnIndex  # an entry's padding is not NUL
     if length != min(len(path), _NAME_LENGTH):
-        raise _NotAnIndex("an entry's path is not the length its flags say")
+        raise _NotAnIndex  # an entry's path is not the length its flags say
     return following, path, mode
 
 
@@ -149,5 +150,5 @@ def _shared_index(data: bytes, position: int, hash_size: int) -> str | None:
             shared = name.hex() if any(name) else None
         position += 8 + size
     if position != end:
-        raise _NotAnIndex("the extensions do not end at the checksum")
+        raise _NotAnIndex  # the extensions do not end at the checksum
     return shared

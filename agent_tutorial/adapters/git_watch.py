@@ -207,7 +207,7 @@ def _folder_descriptor(top: Path, folder: Path) -> int | None:
 
 def _remove(path: Path) -> None:
     """Remove `path` without following it (see `_remove_at`)."""
-    parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    parent = os.open(path.parent, _FOLDER_FLAGS)
     try:
         _remove_at(parent, path.name)
     finally:

@@ -112,9 +112,10 @@ def submodule_markers(repository: Repository) -> tuple[Path, ...]:
 
 
 def _folder_below(top: Path, relative: str) -> Path | None:
-    """`top/relative` if it is a relative path of plain names (it need not exist)."""
+    """`top/relative` if it is a relative path of plain names (it need not exist); the
+    parts hold no `.` or empty name, which PurePosixPath leaves out."""
     parts = PurePosixPath(relative).parts
-    if not parts or relative.startswith("/") or {".", "..", "", VCS_DIR} & set(parts):
+    if not parts or relative.startswith("/") or {"..", VCS_DIR} & set(parts):
         return None
     return top.joinpath(*parts)
 
@@ -167,32 +168,35 @@ def real_path(path: Path) -> Path | None:
 
 def _with_common_dir(git_dir: Path) -> list[Path | None]:
     """`git_dir`, and the common directory its `commondir` file names (a linked worktree's
-    shared repository, whose config and hooks it obeys)."""
-    common = _pointed_to(git_dir / "commondir", git_dir, prefix="")
-    return [git_dir] if common is None else [git_dir, common]
+    shared repository, whose config and hooks it obeys; None: it names none)."""
+    return [git_dir, _pointed_to(git_dir / "commondir", git_dir, prefix="")]
 
 
 def _pointed_to(pointer: Path, base: Path, prefix: str = "gitdir:") -> Path | None:
     """The real path a one-line pointer file names (relative to `base`), or None."""
     text = _small_regular_file(pointer)
-    line = text.splitlines()[0].strip() if text.strip() else ""
+    if text is None or not text.strip():
+        return None
+    line = text.splitlines()[0].strip()
     if not line.startswith(prefix):
         return None
     named = line.removeprefix(prefix).strip()
     return real_path(base / named) if named else None
 
 
-def _small_regular_file(path: Path) -> str:
-    """The start of `path` if it is a regular file, else "". Opened without waiting, so a
+def _small_regular_file(path: Path) -> str | None:
+    """The start of `path` if it is a regular file, else None. Opened without waiting, so a
     FIFO a command left in the name cannot block the agent (and every later command)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
-        return ""
+        return None
     with os.fdopen(descriptor, "rb") as file:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return ""
-        return file.read(_POINTER_BYTES).decode(errors="replace")
+            return None
+        # Kept by its bytes, as a path's name is: a folder named in bytes that are not
+        # UTF-8 is still found, and kept read-only.
+        return file.read(_POINTER_BYTES).decode(errors="surrogateescape")
 
 
 def _existing(paths: list[Path | None]) -> tuple[Path, ...]:
