@@ -775,3 +775,60 @@ def test_trust_follows_the_file_a_projects_server_runs_and_no_other(workspace: P
 
     assert other_changed == trusted
     assert server_changed != trusted
+
+
+# --- a project's .env may not set MCP servers ----------------------------------------------
+
+ENV_SERVERS = (
+    """Agent_Tutorial_Mcp_Servers='{"tools": {"command": "python3", "args": ["s.py"]}}'\n"""
+)
+"""A project's `.env` line setting a server, spelt as a user might (any case is read)."""
+
+
+def test_a_trusted_projects_env_may_not_set_mcp_servers(workspace: Path) -> None:
+    dotenv = state_file(workspace, ".env", ENV_SERVERS)
+
+    with pytest.raises(ConfigError) as refused:
+        load_settings(workspace, trusted=True)
+
+    assert str(refused.value) == (
+        f"invalid configuration in {dotenv}: Agent_Tutorial_Mcp_Servers: a project's .env may "
+        "not set MCP servers; MCP servers belong in .agent_tutorial/config.toml "
+        "([mcp_servers.NAME]) or .mcp.json"
+    )
+
+
+def test_an_untrusted_projects_env_servers_are_ignored_as_a_powerful_setting(
+    workspace: Path,
+) -> None:
+    state_file(workspace, ".env", ENV_SERVERS)
+
+    servers = load_settings(workspace, trusted=False).mcp_servers
+
+    assert servers == {}
+    assert list(read_project_settings(workspace).powerful) == ["AGENT_TUTORIAL_MCP_SERVERS"]
+
+
+def test_a_trusted_projects_config_toml_still_sets_servers_started_in_its_root(
+    workspace: Path,
+) -> None:
+    state_file(workspace, "config.toml", '[mcp_servers.tools]\ncommand = "python3"\n')
+
+    servers = load_settings(workspace, trusted=True).mcp_servers
+
+    assert servers["tools"].command == "python3"
+    assert servers["tools"].cwd == str(workspace)
+
+
+def test_the_users_environment_still_sets_servers_in_a_trusted_project(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state_file(workspace, ".env", "AGENT_TUTORIAL_MAX_TURNS=7\n")
+    monkeypatch.setenv("AGENT_TUTORIAL_MCP_SERVERS", '{"time": {"command": "mcp-server-time"}}')
+
+    settings = load_settings(workspace, trusted=True)
+
+    assert settings.max_turns == 7
+    assert settings.mcp_servers == {
+        "time": McpServerConfig.model_validate({"command": "mcp-server-time"})
+    }
