@@ -404,6 +404,24 @@ def _refuse_servers_in_dotenv(project_dotenv: Mapping[str, Any], project: Projec
     )
 
 
+def unread_dotenv_lines(project: ProjectSettings) -> list[str]:
+    """A warning for each line of the project's `.env` named as a setting is (`max_turns=4`,
+    any case): pydantic-settings reads a setting there only under its variable
+    (`AGENT_TUTORIAL_MAX_TURNS`), so such a line would silently do nothing. Every other
+    variable may be another tool's, and is left alone."""
+    return [
+        f"in {project.dotenv_path}: {name} is not read; {_how_to_set(name.lower())}"
+        for name in project.dotenv_lines
+        if name.lower() in Settings.model_fields
+    ]
+
+
+def _how_to_set(setting: str) -> str:
+    if setting == SERVERS_SETTING:
+        return SERVERS_BELONG
+    return f"write {_environment_names(setting)[0]} to set {setting}"
+
+
 @dataclass(frozen=True)
 class ProjectSettings:
     """The project's `config.toml` and `.env`, read once, with the powerful settings set
