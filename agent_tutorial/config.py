@@ -71,6 +71,7 @@ from agent_tutorial.features.builtin_tools import GREP_TIME_BUDGET_S
 from agent_tutorial.features.compaction.settings import CompactionSettings
 from agent_tutorial.features.redaction import mask_url_passwords
 from agent_tutorial.mcp_config import (
+    SERVERS_SETTING,
     check_mcp_servers,
     each_server_apart,
     trusted_server_files,
@@ -116,6 +117,12 @@ POWERFUL_SETTINGS = (
 servers), let calls run unasked (the mode, allow rules, the sandbox), let secrets into bash,
 or choose where the API key goes, which key it is and what is masked. Of `permissions.rules`
 only the allow rules: deny and ask rules narrow, and apply always."""
+SERVERS_VARIABLE = f"AGENT_TUTORIAL_{SERVERS_SETTING.upper()}"
+SERVERS_BELONG = (
+    "MCP servers belong in .agent_tutorial/config.toml ([mcp_servers.NAME]) or .mcp.json"
+)
+"""Where a project's MCP servers may be set: there each is trusted apart, the script it runs
+is hashed and its `cwd` is the project root; a `.env` line would have none of that."""
 
 
 class ConfigError(AgentTutorialError):
@@ -338,6 +345,7 @@ def load_settings(
     only when `trusted`. Raise `ConfigError` with a readable message."""
     project = project or read_project_settings(root)
     project_toml, project_dotenv = project.layers(trusted=trusted)
+    _refuse_servers_in_dotenv(project_dotenv, project)
     given = {key: value for key, value in (flags or {}).items() if value is not None}
     user_toml = _read_toml(user_config_path())
     check_mcp_servers(user_toml.get("mcp_servers"), user_config_path())
@@ -381,6 +389,37 @@ def load_settings(
     if not settings.is_demo:
         _check_base_url(settings.base_url, "--base-url" if "base_url" in given else None)
     return _with_named_key(settings, project.dotenv_lines)
+
+
+def _refuse_servers_in_dotenv(project_dotenv: Mapping[str, Any], project: ProjectSettings) -> None:
+    """A project's `.env` may not set MCP servers (`SERVERS_BELONG`): trusting it would
+    trust a script that could then change unasked. Untrusted, the line is only ignored, as
+    every powerful setting is (it is not among the `.env` settings that apply)."""
+    if SERVERS_SETTING not in project_dotenv:
+        return
+    line = next(name for name in project.dotenv_lines if name.upper() == SERVERS_VARIABLE)
+    raise ConfigError(
+        f"invalid configuration in {project.dotenv_path}: {line}: a project's .env may not "
+        f"set MCP servers; {SERVERS_BELONG}"
+    )
+
+
+def unread_dotenv_lines(project: ProjectSettings) -> list[str]:
+    """A warning for each line of the project's `.env` named as a setting is (`max_turns=4`,
+    any case): pydantic-settings reads a setting there only under its variable
+    (`AGENT_TUTORIAL_MAX_TURNS`), so such a line would silently do nothing. Every other
+    variable may be another tool's, and is left alone."""
+    return [
+        f"in {project.dotenv_path}: {name} is not read; {_how_to_set(name.lower())}"
+        for name in project.dotenv_lines
+        if name.lower() in Settings.model_fields
+    ]
+
+
+def _how_to_set(setting: str) -> str:
+    if setting == SERVERS_SETTING:
+        return SERVERS_BELONG
+    return f"write {_environment_names(setting)[0]} to set {setting}"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agent_tutorial.core.messages import from_wire, validate_tool_pairing
-from tests.conftest import TEST_API_KEY, CliRun, RunCli
+from tests.conftest import TEST_API_KEY, CliRun, RunCli, write_state
 from tests.loopback import (
     LoopbackServer,
     cut_stream,
@@ -273,3 +273,28 @@ def test_bash_commands_do_not_see_the_agents_api_key(
     tool_reply = next(m for m in loopback.requests[1]["messages"] if m["role"] == "tool")
     assert "key=hidden" in tool_reply["content"]
     assert TEST_API_KEY not in tool_reply["content"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "warnings"),
+    [
+        (
+            "max_turns=4\nDEEPSEEK_API_KEY=sk-other\n",
+            ["max_turns is not read; write AGENT_TUTORIAL_MAX_TURNS to set max_turns"],
+        ),
+        ("AGENT_TUTORIAL_MAX_TURNS=4\nDEEPSEEK_API_KEY=sk-other\n", []),
+    ],
+    ids=["bare setting name", "variables"],
+)
+def test_a_dotenv_line_that_sets_nothing_is_warned_of_once_and_the_run_goes_on(
+    run_cli: RunCli, loopback: LoopbackServer, workspace: Path, lines: str, warnings: list[str]
+) -> None:
+    dotenv = write_state(workspace, ".env", lines)
+    loopback.queue(text_stream("done"))
+
+    result = run_cli("run", "--chapter", "2", "--prompt", "hi")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "done\n"
+    said = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert said == [f"warning: in {dotenv}: {warning}" for warning in warnings]

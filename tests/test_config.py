@@ -19,8 +19,10 @@ from agent_tutorial.config import (
     missing_settings,
     read_project_settings,
     refuse_unusable_state_dir,
+    unread_dotenv_lines,
     user_config_path,
 )
+from agent_tutorial.core.loop import DEFAULT_MAX_TURNS
 from agent_tutorial.core.mcp_servers import McpServerConfig
 from agent_tutorial.features.compaction import CompactionSettings
 from agent_tutorial.mcp_config import McpConfigError
@@ -775,3 +777,101 @@ def test_trust_follows_the_file_a_projects_server_runs_and_no_other(workspace: P
 
     assert other_changed == trusted
     assert server_changed != trusted
+
+
+# --- a project's .env: no MCP servers, and lines that name a setting bare -----------------
+
+ENV_SERVERS = (
+    """Agent_Tutorial_Mcp_Servers='{"tools": {"command": "python3", "args": ["s.py"]}}'\n"""
+)
+"""A project's `.env` line setting a server, spelt as a user might (any case is read)."""
+
+
+def test_a_trusted_projects_env_may_not_set_mcp_servers(workspace: Path) -> None:
+    dotenv = state_file(workspace, ".env", ENV_SERVERS)
+
+    with pytest.raises(ConfigError) as refused:
+        load_settings(workspace, trusted=True)
+
+    assert str(refused.value) == (
+        f"invalid configuration in {dotenv}: Agent_Tutorial_Mcp_Servers: a project's .env may "
+        "not set MCP servers; MCP servers belong in .agent_tutorial/config.toml "
+        "([mcp_servers.NAME]) or .mcp.json"
+    )
+
+
+def test_an_untrusted_projects_env_servers_are_ignored_as_a_powerful_setting(
+    workspace: Path,
+) -> None:
+    state_file(workspace, ".env", ENV_SERVERS)
+
+    servers = load_settings(workspace, trusted=False).mcp_servers
+
+    assert servers == {}
+    assert list(read_project_settings(workspace).powerful) == ["AGENT_TUTORIAL_MCP_SERVERS"]
+
+
+def test_a_trusted_projects_config_toml_still_sets_servers_started_in_its_root(
+    workspace: Path,
+) -> None:
+    state_file(workspace, "config.toml", '[mcp_servers.tools]\ncommand = "python3"\n')
+
+    servers = load_settings(workspace, trusted=True).mcp_servers
+
+    assert servers["tools"].command == "python3"
+    assert servers["tools"].cwd == str(workspace)
+
+
+def test_the_users_environment_still_sets_servers_in_a_trusted_project(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state_file(workspace, ".env", "AGENT_TUTORIAL_MAX_TURNS=7\n")
+    monkeypatch.setenv("AGENT_TUTORIAL_MCP_SERVERS", '{"time": {"command": "mcp-server-time"}}')
+
+    settings = load_settings(workspace, trusted=True)
+
+    assert settings.max_turns == 7
+    assert settings.mcp_servers == {
+        "time": McpServerConfig.model_validate({"command": "mcp-server-time"})
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "advice"),
+    [
+        ("max_turns=4", "max_turns is not read; write AGENT_TUTORIAL_MAX_TURNS to set max_turns"),
+        ("MAX_TURNS=4", "MAX_TURNS is not read; write AGENT_TUTORIAL_MAX_TURNS to set max_turns"),
+        (
+            "Base_Url=http://localhost:8080/v1",
+            "Base_Url is not read; write OPENAI_BASE_URL to set base_url",
+        ),
+        (
+            "mcp_servers={}",
+            "mcp_servers is not read; MCP servers belong in .agent_tutorial/config.toml "
+            "([mcp_servers.NAME]) or .mcp.json",
+        ),
+    ],
+)
+def test_a_dotenv_line_named_as_a_setting_is_said_to_be_unread(
+    workspace: Path, line: str, advice: str
+) -> None:
+    """pydantic-settings reads a `.env` setting only under its variable: the bare name
+    (which the run would silently ignore) gets one warning saying what to write."""
+    dotenv = state_file(workspace, ".env", line + "\n")
+    project = read_project_settings(workspace)
+
+    warnings = unread_dotenv_lines(project)
+
+    assert warnings == [f"in {dotenv}: {advice}"]
+    assert load_settings(workspace, project=project).max_turns == DEFAULT_MAX_TURNS  # not read
+
+
+def test_a_settings_variable_or_another_tools_is_not_remarked_on(workspace: Path) -> None:
+    state_file(
+        workspace,
+        ".env",
+        "AGENT_TUTORIAL_MAX_TURNS=4\nOPENAI_BASE_URL=http://localhost:8080/v1\n"
+        "DEEPSEEK_API_KEY=sk-other\nmax_turn=4\n",
+    )
+
+    assert unread_dotenv_lines(read_project_settings(workspace)) == []

@@ -778,3 +778,68 @@ def test_a_sandboxed_server_whose_script_lies_under_tmp_still_starts(
 
     assert result.exit_code == 0, result.stderr
     assert tool_contents(loopback.requests[1])["c1"].startswith(DEFINITION)
+
+
+def glossary_in_the_projects_env(workspace: Path, variable: str) -> tuple[Path, Path]:
+    """A project whose `.env` sets one server running its own `server.py` (lesson 9's);
+    the script, and the file a rewritten script leaves when it runs."""
+    script = workspace / "server.py"
+    script.write_text(GLOSSARY_SERVER.read_text())
+    servers = {"glossary": {"command": sys.executable, "args": ["server.py"]}}
+    write_state(workspace, ".env", f"{variable}='{json.dumps(servers)}'\n")
+    return script, workspace / "rewritten-script-ran"
+
+
+def rewrite_to_leave(script: Path, ran: Path) -> None:
+    """`script` made to leave `ran`, then serve as before: what an attacker commits."""
+    script.write_text(
+        f"import runpy\nopen({str(ran)!r}, 'w').close()\n"
+        f"runpy.run_path({str(GLOSSARY_SERVER)!r}, run_name='__main__')\n"
+    )
+
+
+def test_a_server_in_the_projects_env_cannot_be_trusted_so_its_script_never_runs(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    # Trusted through `.env`, a server's script was not hashed: rewritten after trust, it
+    # ran with no new question (outside the sandbox, if its entry said so).
+    script, ran = glossary_in_the_projects_env(workspace, "Agent_Tutorial_Mcp_Servers")
+    refusal = (
+        f"invalid configuration in {workspace / '.agent_tutorial' / '.env'}: "
+        "Agent_Tutorial_Mcp_Servers: a project's .env may not set MCP servers; MCP servers "
+        "belong in .agent_tutorial/config.toml ([mcp_servers.NAME]) or .mcp.json"
+    )
+    loopback.queue(text_stream("done"))
+
+    trusted = run_cli("trust")
+    rewrite_to_leave(script, ran)
+    untrusted = run_cli("run", "--prompt", "hi")
+    for_this_run = run_cli("run", "--trust-project", "--prompt", "hi")
+
+    assert trusted.exit_code == for_this_run.exit_code == 2
+    assert refusal in " ".join(trusted.stderr.split())
+    assert refusal in " ".join(for_this_run.stderr.split())
+    assert untrusted.exit_code == 0, untrusted.stderr
+    assert "ignored: AGENT_TUTORIAL_MCP_SERVERS (`agent" in untrusted.stderr
+    assert "mcp__glossary__define" not in offered_tools(loopback.requests[0])
+    assert len(loopback.requests) == 1
+    assert not ran.exists()
+
+
+def test_the_users_own_environment_variable_still_sets_servers(
+    workspace: Path, loopback: LoopbackServer, run_cli: RunCli, marker: str
+) -> None:
+    servers = {"glossary": {"command": sys.executable, "args": [str(GLOSSARY_SERVER)]}}
+    write_state(workspace, "config.toml", "max_turns = 5\n")
+    loopback.queue(text_stream("done"))
+
+    result = run_cli(
+        "run",
+        "--trust-project",
+        "--prompt",
+        "hi",
+        env={"AGENT_TUTORIAL_MCP_SERVERS": json.dumps(servers)},
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert "mcp__glossary__define" in offered_tools(loopback.requests[0])

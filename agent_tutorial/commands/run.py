@@ -336,12 +336,19 @@ def _folder_trust(
 
 def _settings_or_exit(trust: FolderTrust, flags: Mapping[str, object], err: Console) -> Settings:
     """The settings of the project (a `ConfigError` is a usage error, exit 2), with every
-    one set that a run needs; a key taken from the project's `.env` is named once."""
-    from agent_tutorial.config import key_from_project_dotenv, load_settings, missing_settings
+    one set that a run needs; a key taken from the project's `.env` is named once, and so
+    is each of its lines that would set nothing for lack of the `AGENT_TUTORIAL_` prefix."""
+    from agent_tutorial.config import (
+        key_from_project_dotenv,
+        load_settings,
+        missing_settings,
+        unread_dotenv_lines,
+    )
     from agent_tutorial.core.paths import STATE_DIR
     from agent_tutorial.core.text import printable
 
     project = trust.settings
+    print_warnings(err, unread_dotenv_lines(project))
     settings = load_settings(
         trust.project.root, flags, project=project, trusted=not trust.needs_trust
     )
