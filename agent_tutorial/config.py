@@ -459,13 +459,14 @@ def value_sha256(value: Any) -> str:
     """A hash of a setting's value as TOML or `.env` gave it: its JSON with the keys
     sorted, so layout, comments and the order of a table do not count. orjson writes
     nearly every value; what it refuses (an integer beyond 64 bits, which TOML allows, or
-    a lone surrogate from an `.env` byte) the standard library writes, so such a value is
-    hashed too instead of ending the run. Only values orjson refuses take that path: a
-    trusted folder's stored hashes stay valid."""
+    a lone surrogate from an `.env` byte, a type TOML has not) the standard library writes,
+    a value of no JSON type as its text, so such a value is hashed too instead of ending
+    the run. Only values orjson refuses take that path: a trusted folder's stored hashes
+    stay valid."""
     try:
-        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
-        text = json.dumps(value, sort_keys=True, default=str).encode("ascii")
+        text = json.dumps(value, sort_keys=True, default=str).encode()
     return hashlib.sha256(text).hexdigest()
 
 
