@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from agent_tutorial.adapters import sandbox_git
+from agent_tutorial.adapters import git_watch, sandbox_git
 from agent_tutorial.adapters.git_watch import (
     GitMarkerWatch,
     SubmoduleWatch,
@@ -144,11 +144,15 @@ def test_a_workspace_outside_any_repository_keeps_the_git_a_command_makes(
 @needs_git
 @pytest.mark.parametrize(
     "replace",
-    ["rm .git && git init -q", "rm .git && ln -s /var/tmp .git", "rm .git && echo x > .git"],
+    ["rm .git && git init -q", "rm .git && ln -s ../decoy .git", "rm .git && echo x > .git"],
     ids=["a folder", "another link", "a file"],
 )
 def test_a_git_link_a_command_replaces_is_put_back(scratch: Path, replace: str) -> None:
+    # The other link leads to a folder of the test's own (never a system folder: a mutant
+    # that follows it must harm nothing but the test), whose rights must stay as they are.
     target = make_repository(scratch / "elsewhere")
+    decoy = scratch / "decoy"
+    decoy.mkdir(mode=0o755)
     workspace = scratch / "workspace"
     workspace.mkdir()
     (workspace / ".git").symlink_to(target)
@@ -163,6 +167,7 @@ def test_a_git_link_a_command_replaces_is_put_back(scratch: Path, replace: str) 
     )
     assert (workspace / ".git").readlink() == target
     assert "[sandbox]" not in again
+    assert mode_of(decoy) == 0o755
 
 
 @needs_sandbox
@@ -769,7 +774,7 @@ def test_a_folder_whose_rights_cannot_be_given_back_is_passed_over(
     real_chmod = os.chmod
 
     def chmod(path: Any, mode: int, **options: Any) -> None:
-        if path == "objects":
+        if os.path.realpath(path, strict=True) == str(objects):
             raise PermissionError(errno.EPERM, "not the owner", path)
         real_chmod(path, mode, **options)
 
@@ -778,4 +783,36 @@ def test_a_folder_whose_rights_cannot_be_given_back_is_passed_over(
     open_up(scratch)
 
     assert (mode_of(objects), mode_of(refs)) == (0, 0o700)
+    monkeypatch.undo()
     objects.chmod(0o700)  # for the scratch folder's removal, by a user other than root
+
+
+def test_a_link_put_in_place_of_a_folder_being_removed_is_not_followed(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A confined process (an MCP server shares the workspace) swaps the .git folder the
+    # agent saw for a link to a folder of the user's: its rights and contents stay.
+    decoy = scratch / "decoy"
+    decoy.mkdir(mode=0o755)
+    (decoy / "kept").write_text("mine")
+    workspace = scratch / "workspace"
+    workspace.mkdir()
+    (workspace / ".git").symlink_to(decoy)
+    monkeypatch.setattr(git_watch, "_is_real_folder", lambda name, parent: True)
+
+    with pytest.raises(NotADirectoryError):
+        git_watch._remove(workspace / ".git")
+
+    assert mode_of(decoy) == 0o755 and (decoy / "kept").read_text() == "mine"
+    assert (workspace / ".git").is_symlink()
+
+
+def test_opening_up_passes_over_a_link_among_the_folders(scratch: Path) -> None:
+    folders = shadow_without_rights(scratch)
+    decoy = scratch / "decoy"
+    decoy.mkdir(mode=0o755)
+    (folders[0] / "link").symlink_to(decoy)
+
+    open_up(scratch)
+
+    assert mode_of(decoy) == 0o755

@@ -104,6 +104,7 @@ _Entry = tuple[int, int, int]
 
 
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_PINNED_FOLDER_FLAGS = os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +223,7 @@ def _remove_at(parent: int, name: str) -> None:
         if not _is_real_folder(name, parent):
             os.unlink(name, dir_fd=parent)
             return
-        os.chmod(name, stat.S_IRWXU, dir_fd=parent)
+        _give_owner_rights(name, parent)
         _open_up(name, parent)
         shutil.rmtree(name, dir_fd=parent)
 
@@ -236,6 +237,19 @@ def _open_up(name: str, parent: int) -> None:
     which rmtree needs to empty it; fwalk opens a folder only after yielding its parent."""
     for _folder, subfolders, _files, folder_fd in os.fwalk(name, dir_fd=parent):
         for subfolder in subfolders:
-            with contextlib.suppress(OSError):
-                if _is_real_folder(subfolder, folder_fd):
-                    os.chmod(subfolder, stat.S_IRWXU, dir_fd=folder_fd)
+            with contextlib.suppress(OSError):  # a link (ENOTDIR), or not ours (EPERM)
+                _give_owner_rights(subfolder, folder_fd)
+
+
+def _give_owner_rights(name: str, parent: int) -> None:
+    """`chmod 700` the folder `name` in `parent`, never through a link: chmod follows one,
+    and what the agent saw as a folder may be a link by now (a confined MCP server shares
+    the workspace). The folder is pinned by a descriptor opened without following a link,
+    which refuses a link (ENOTDIR), and changed through it: `/proc/self/fd`, since an
+    `O_PATH` descriptor, the one kind a folder without rights gives its owner, cannot be
+    passed to fchmod."""
+    pinned = os.open(name, _PINNED_FOLDER_FLAGS, dir_fd=parent)
+    try:
+        Path(f"/proc/self/fd/{pinned}").chmod(stat.S_IRWXU)
+    finally:
+        os.close(pinned)
