@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ from hypothesis import settings as hypothesis_settings
 
 from tests.launcher import Started, launched_environment, run_to_end, start
 from tests.loopback import LoopbackServer
-from tests.other_user import Runtime, runtime_anyone_can_reach
+from tests.other_user import Runtime, others_can_enter, runtime_anyone_can_reach
 from tests.terminal import Terminal
 
 if TYPE_CHECKING:
@@ -51,8 +52,14 @@ decides how many examples run."""
 @pytest.fixture(scope="session")
 def runtime_for_nobody() -> Iterator[Runtime]:
     """This checkout and its packages where `nobody` can reach them, whatever folder the
-    clone is in (a private one too); made once per test process."""
-    with runtime_anyone_can_reach(Path("/var/tmp")) as runtime:
+    clone is in (a private one too); made once per test process. Skipped, with the reason,
+    on a machine whose /var/tmp other users cannot enter (it is 1777 by convention)."""
+    parent = Path("/var/tmp")
+    closed = [folder for folder in (parent, *parent.parents) if not others_can_enter(folder)]
+    if closed:
+        mode = stat.filemode(closed[0].stat().st_mode)
+        pytest.skip(f"{closed[0]} is closed to other users ({mode})")
+    with runtime_anyone_can_reach(parent) as runtime:
         yield runtime
 
 

@@ -45,6 +45,11 @@ class Runtime:
         return list(argv)
 
 
+def others_can_enter(folder: Path) -> bool:
+    """Whether a user who neither owns `folder` nor is in its group may pass through it."""
+    return bool(folder.stat().st_mode & stat.S_IXOTH)
+
+
 @contextmanager
 def runtime_anyone_can_reach(parent: Path) -> Iterator[Runtime]:
     """A copy of the package and the virtualenv's packages in a new folder under `parent`
