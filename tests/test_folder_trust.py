@@ -14,7 +14,6 @@ import re
 import shutil
 import stat
 import sys
-import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import TypeAlias
@@ -43,6 +42,7 @@ from agent_tutorial.folder_trust import (
 from tests.conftest import TEST_API_KEY, RunCli, serving, write_state
 from tests.contracts import tool_contents
 from tests.loopback import LoopbackServer, text_stream, tool_stream
+from tests.memory import peak_memory
 from tests.terminal import Terminal
 
 AWS_SECRET = "aws-secret-value-0123456789"
@@ -973,15 +973,10 @@ def test_a_trust_store_one_byte_larger_is_refused(workspace: Path) -> None:
 def test_a_huge_trust_store_is_refused_without_being_read_whole(workspace: Path) -> None:
     write_store(b"")
     os.truncate(trust_store_path(), 64 * MAX_STORE_BYTES)  # sparse: no disk is used
-    tracemalloc.start()
-    try:
-        with pytest.raises(TrustStoreError, match="larger than"):
-            is_trusted(workspace, "digest")
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    with peak_memory() as peak, pytest.raises(TrustStoreError, match="larger than"):
+        is_trusted(workspace, "digest")
 
-    assert peak < 4 * MAX_STORE_BYTES
+    assert peak.bytes < 4 * MAX_STORE_BYTES
 
 
 def test_a_trust_store_that_is_not_utf8_is_refused_as_not_json(workspace: Path) -> None:

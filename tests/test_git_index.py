@@ -7,7 +7,6 @@ import os
 import shutil
 import struct
 import subprocess
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 
 from agent_tutorial.adapters import git_index
 from agent_tutorial.adapters.git_index import gitlinks
+from tests.memory import peak_memory
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -287,15 +287,11 @@ def test_a_huge_index_is_refused_without_being_read_whole(
     monkeypatch.setattr(git_index, "_MAX_INDEX_BYTES", 4096)
     write_index(tmp_path, index_bytes(gitlink_entry("sub")))
     os.truncate(tmp_path / "index", 1 << 24)  # sparse: no disk is used
-    tracemalloc.start()
-    try:
+    with peak_memory() as peak:
         links = gitlinks(tmp_path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
 
     assert links == ()
-    assert peak < 1 << 20
+    assert peak.bytes < 1 << 20
 
 
 IDENTITY = {"st_ino": 1, "st_dev": 2, "st_size": 6, "st_mtime_ns": 14}

@@ -17,7 +17,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from agent_tutorial.adapters.sandbox_git import (
 from agent_tutorial.core.sandbox import SandboxMode
 from agent_tutorial.core.tools import ToolDefinition
 from agent_tutorial.features.bash import BashInput, BashSettings, bash_tool
+from tests.memory import peak_memory
 
 UNAVAILABLE = sandbox_available()
 needs_sandbox = pytest.mark.skipif(
@@ -556,16 +556,12 @@ def test_a_huge_git_file_is_read_no_further_than_its_start(scratch: Path) -> Non
     (scratch / "real").mkdir()
     (scratch / ".git").write_text("gitdir: real\n")
     os.truncate(scratch / ".git", 1 << 24)  # sparse: no disk is used
-    tracemalloc.start()
-    try:
+    with peak_memory() as peak:
         repository = repository_at(scratch)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
 
     assert repository is not None
     assert repository.git_dir == (scratch / "real").resolve()
-    assert peak < 1 << 20
+    assert peak.bytes < 1 << 20
 
 
 def test_a_git_file_naming_a_folder_that_is_not_utf8_names_that_folder(scratch: Path) -> None:
